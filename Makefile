@@ -1,0 +1,47 @@
+# Sagüin build, test and benchmark entry points. CI calls `make test` (the
+# README's test command) and then `make fuzz` and `make soak` in bounded form.
+
+GO        ?= go
+BIN       ?= bin/saguin
+FUZZTIME  ?= 10s
+BENCHTIME ?= 1s
+SOAKTIME  ?= 30s
+CONFIG    ?= examples/saguin.yaml
+
+.PHONY: build test test-deps vet fuzz bench bench-full bench-deps demo soak clean
+
+build:
+	$(GO) build -o $(BIN) ./cmd/saguin
+
+vet:
+	$(GO) vet ./...
+	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || (gofmt -l $$(git ls-files '*.go'); echo "gofmt: files above need formatting"; exit 1)
+
+# The test command: vet, then every package's tests under the race detector.
+# conformance/ builds the binary itself, so nothing needs to be running.
+test: test-deps vet
+	$(GO) test -race -count=1 ./...
+
+# What the black-box tests drive the broker with: mosquitto_pub/sub and Mosquitto
+# itself (a second opinion on plain MQTT). Installed from Debian when missing.
+test-deps:
+	./scripts/install-test-deps.sh
+
+# Every fuzz target in the tree, each for FUZZTIME.
+fuzz:
+	./scripts/fuzz-all.sh $(FUZZTIME)
+
+# Microbenchmarks of the hot path (codec, topic matching, stores), with allocations.
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) ./codec/... ./store/...
+
+# The broker on the shipped example configuration: memory storage, tcp 127.0.0.1:1883.
+demo: build
+	./$(BIN) --config $(CONFIG)
+
+# Long-running fault and soak tests (kill -9 under load and the like), bounded by SOAKTIME.
+soak:
+	SAGUIN_SOAK=$(SOAKTIME) $(GO) test -count=1 -run 'Soak|Fault' -timeout 30m ./...
+
+clean:
+	rm -rf bin
