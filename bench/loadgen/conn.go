@@ -1,0 +1,268 @@
+// Package loadgen is the benchmark's own MQTT 5 client, written on the
+// project's codec so that the load generator costs as little as the broker
+// under test ought to: raw TCP, one reader goroutine per connection reusing
+// one buffer and one decoded packet, QoS 1 publishing pipelined inside the
+// Receive Maximum the broker granted, acknowledgements batched per read, and
+// nothing allocated per message once a connection is up.
+//
+// It is a load generator, not a library: it speaks the subset of MQTT 5 the
+// scenarios need (CONNECT, SUBSCRIBE, PUBLISH at QoS 0 and 1, PUBACK,
+// DISCONNECT) and treats anything unexpected from the broker as the end of
+// the connection, recorded in Err.
+package loadgen
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"saguin/codec"
+	"saguin/bench/stats"
+)
+
+// maxPacket bounds what the generator will read: the brokers deliver what
+// the scenarios publish (at most a few KiB), so anything larger is a broken
+// stream rather than a packet worth growing a buffer for.
+const maxPacket = 1 << 20
+
+// Options are one connection's settings.
+type Options struct {
+	Addr     string
+	ClientID string
+	// ReadBuffer is the reader's buffer size; 64 KiB when zero. Idle
+	// connections held by the thousand want it small.
+	ReadBuffer int
+	// SocketReceiveBuffer, when positive, sets SO_RCVBUF before CONNECT: a
+	// subscriber that stops reading fills a small kernel buffer sooner, so the
+	// broker meets it within the measured window.
+	SocketReceiveBuffer int
+	// OnPublish is called on the reader goroutine for every PUBLISH delivered.
+	// The packet and its slices are reused for the next one: copy what is kept.
+	OnPublish func(p *codec.Publish)
+	// AckLatency, when set, records the time from writing each QoS 1 PUBLISH
+	// to reading its PUBACK.
+	AckLatency *stats.Histogram
+	// DialTimeout bounds the TCP connect and the CONNACK; 10 s when zero.
+	DialTimeout time.Duration
+}
+
+// Conn is one connection to the broker.
+type Conn struct {
+	nc  net.Conn
+	opt Options
+
+	// Granted by the CONNACK.
+	receiveMaximum uint16 // how many QoS 1 publishes may be unacknowledged
+
+	wmu  sync.Mutex // one writer at a time: a publisher and the reader's PUBACKs
+	wbuf []byte
+
+	// free holds the packet identifiers not in flight; its capacity is the
+	// window, so taking one is waiting for room and a PUBACK gives it back.
+	free   chan uint16
+	sentAt []atomic.Int64 // Now() at writing, by packet identifier; 0 when not in flight
+
+	acked     atomic.Uint64 // PUBACKs read
+	delivered atomic.Uint64 // PUBLISHes read
+
+	paused  atomic.Bool
+	resume  chan struct{} // closed by Close to release a paused reader
+	started bool
+	done    chan struct{} // closed when the reader has returned
+	errMu   sync.Mutex
+	err     error
+	closed  atomic.Bool
+}
+
+// epoch is the origin of every timestamp the generator writes: monotonic
+// time since the process started, so sender and receiver, both in this
+// process, agree without a wall clock.
+var epoch = time.Now()
+
+// Now is the generator's clock, the value Stamp writes into a payload.
+func Now() int64 { return int64(time.Since(epoch)) }
+
+// Dial connects, sends CONNECT (MQTT 5, Clean Start, no keepalive, no session
+// kept after the connection) and waits for a CONNACK that accepts it.
+func Dial(ctx context.Context, opt Options) (*Conn, error) {
+	if opt.ReadBuffer <= 0 {
+		opt.ReadBuffer = 64 << 10
+	}
+	if opt.DialTimeout <= 0 {
+		opt.DialTimeout = 10 * time.Second
+	}
+	d := net.Dialer{Timeout: opt.DialTimeout}
+	nc, err := d.DialContext(ctx, "tcp", opt.Addr)
+	if err != nil {
+		return nil, fmt.Errorf("dialing %s: %w", opt.Addr, err)
+	}
+	if opt.SocketReceiveBuffer > 0 {
+		if tc, ok := nc.(*net.TCPConn); ok {
+			_ = tc.SetReadBuffer(opt.SocketReceiveBuffer)
+		}
+	}
+	c := &Conn{nc: nc, opt: opt, resume: make(chan struct{}), done: make(chan struct{})}
+	if err := c.handshake(); err != nil {
+		nc.Close()
+		return nil, fmt.Errorf("connecting %q to %s: %w", opt.ClientID, opt.Addr, err)
+	}
+	return c, nil
+}
+
+func (c *Conn) handshake() error {
+	_ = c.nc.SetDeadline(time.Now().Add(c.opt.DialTimeout))
+	defer c.nc.SetDeadline(time.Time{})
+	p := codec.Connect{Version: codec.Version5, CleanStart: true, ClientID: []byte(c.opt.ClientID)}
+	if _, err := c.nc.Write(p.Append(nil, codec.Version5)); err != nil {
+		return fmt.Errorf("writing CONNECT: %w", err)
+	}
+	h, body, err := c.readPacket(make([]byte, 0, 256))
+	if err != nil {
+		return fmt.Errorf("reading CONNACK: %w", err)
+	}
+	if h.Type != codec.TypeConnack {
+		return fmt.Errorf("broker answered CONNECT with %s", h.Type)
+	}
+	var ack codec.Connack
+	if err := ack.Decode(h, body, codec.Version5); err != nil {
+		return fmt.Errorf("decoding CONNACK: %w", err)
+	}
+	if ack.ReasonCode != codec.Success {
+		return fmt.Errorf("CONNACK refused: %s", ack.ReasonCode)
+	}
+	c.receiveMaximum = 65535 // absent means 65,535 (MQTT 5 3.2.2.3.3)
+	if ack.Properties.Present.Has(codec.PropReceiveMaximum) {
+		c.receiveMaximum = ack.Properties.ReceiveMaximum
+	}
+	return nil
+}
+
+// readPacket reads exactly one packet synchronously, for the handshakes that
+// happen before the reader goroutine starts.
+func (c *Conn) readPacket(buf []byte) (codec.Header, []byte, error) {
+	buf = buf[:0]
+	var one [1]byte
+	for {
+		h, err := codec.ReadHeader(buf, maxPacket)
+		if err == nil {
+			body := make([]byte, h.Remaining)
+			if _, err := io.ReadFull(c.nc, body); err != nil {
+				return h, nil, err
+			}
+			return h, body, nil
+		}
+		if !errors.Is(err, codec.ErrNeedMore) {
+			return h, nil, err
+		}
+		if _, err := io.ReadFull(c.nc, one[:]); err != nil {
+			return h, nil, err
+		}
+		buf = append(buf, one[0])
+	}
+}
+
+// ReceiveMaximum is the window the broker granted for QoS 1 publishes.
+func (c *Conn) ReceiveMaximum() uint16 { return c.receiveMaximum }
+
+// Subscribe subscribes to filter at qos and waits for the SUBACK. It is
+// called before Start, while nothing else reads the connection.
+func (c *Conn) Subscribe(filter string, qos uint8) error {
+	if c.started {
+		return errors.New("loadgen: Subscribe after Start")
+	}
+	_ = c.nc.SetDeadline(time.Now().Add(c.opt.DialTimeout))
+	defer c.nc.SetDeadline(time.Time{})
+	p := codec.Subscribe{PacketID: 1, Subscriptions: []codec.Subscription{{Filter: []byte(filter), QoS: qos}}}
+	if _, err := c.nc.Write(p.Append(nil, codec.Version5)); err != nil {
+		return fmt.Errorf("writing SUBSCRIBE %q: %w", filter, err)
+	}
+	h, body, err := c.readPacket(make([]byte, 0, 16))
+	if err != nil {
+		return fmt.Errorf("reading SUBACK for %q: %w", filter, err)
+	}
+	if h.Type != codec.TypeSuback {
+		return fmt.Errorf("broker answered SUBSCRIBE %q with %s", filter, h.Type)
+	}
+	var ack codec.Suback
+	if err := ack.Decode(h, body, codec.Version5); err != nil {
+		return fmt.Errorf("decoding SUBACK for %q: %w", filter, err)
+	}
+	if len(ack.ReasonCodes) != 1 || ack.ReasonCodes[0] > codec.ReasonCode(qos) {
+		return fmt.Errorf("SUBSCRIBE %q at QoS %d answered %v", filter, qos, ack.ReasonCodes)
+	}
+	return nil
+}
+
+// Start launches the reader goroutine and sets the QoS 1 window to the
+// smaller of window and the broker's Receive Maximum (window <= 0 means the
+// broker's). A connection never started is never read: the conns scenario
+// holds idle connections that way.
+func (c *Conn) Start(window int) {
+	if c.started {
+		return
+	}
+	c.started = true
+	if window <= 0 || window > int(c.receiveMaximum) {
+		window = int(c.receiveMaximum)
+	}
+	c.free = make(chan uint16, window)
+	for id := 1; id <= window; id++ {
+		c.free <- uint16(id)
+	}
+	c.sentAt = make([]atomic.Int64, window+1)
+	go c.readLoop()
+}
+
+// Window is the number of QoS 1 publishes that may be unacknowledged.
+func (c *Conn) Window() int { return cap(c.free) }
+
+// Acked is how many PUBACKs have been read.
+func (c *Conn) Acked() uint64 { return c.acked.Load() }
+
+// Delivered is how many PUBLISHes have been read.
+func (c *Conn) Delivered() uint64 { return c.delivered.Load() }
+
+// Pause stops reading the socket, as a client that has stopped reading does:
+// what the broker sends stays in the kernel's buffers and then the broker's.
+func (c *Conn) Pause() { c.paused.Store(true) }
+
+// Err is why the connection ended early, or nil.
+func (c *Conn) Err() error {
+	c.errMu.Lock()
+	defer c.errMu.Unlock()
+	return c.err
+}
+
+func (c *Conn) fail(err error) {
+	c.errMu.Lock()
+	if c.err == nil && !c.closed.Load() {
+		c.err = err
+	}
+	c.errMu.Unlock()
+}
+
+// Close sends DISCONNECT (normal disconnection), closes the socket and waits
+// for the reader to return.
+func (c *Conn) Close() {
+	if c.closed.Swap(true) {
+		return
+	}
+	close(c.resume)
+	// The deadline first, outside the lock: a publisher blocked in Write on a
+	// broker that stopped reading holds the lock, and this is what frees it.
+	_ = c.nc.SetWriteDeadline(time.Now().Add(time.Second))
+	c.wmu.Lock()
+	// DISCONNECT with Remaining Length 0: reason Normal disconnection, no
+	// properties (MQTT 5 3.14.2.1).
+	_, _ = c.nc.Write([]byte{byte(codec.TypeDisconnect) << 4, 0})
+	c.wmu.Unlock()
+	c.nc.Close()
+	if c.started {
+		<-c.done
+	}
+}

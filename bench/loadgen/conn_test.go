@@ -1,0 +1,153 @@
+package loadgen
+
+import (
+	"bytes"
+	"context"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"saguin/bench/peer"
+	"saguin/bench/stats"
+	"saguin/codec"
+)
+
+// startMosquitto runs the Mosquitto peer for one test: the generator is
+// proven against a mature broker, so a failure here is the generator's.
+func startMosquitto(t *testing.T) string {
+	t.Helper()
+	brokers, failed := peer.Prepare(context.Background(), peer.Options{BinDir: t.TempDir()}, []string{peer.Mosquitto})
+	if err := failed[peer.Mosquitto]; err != nil {
+		t.Skipf("no mosquitto to test against: %v", err)
+	}
+	p, err := brokers[peer.Mosquitto].Start(context.Background(), t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.Stop)
+	return p.Addr
+}
+
+func dial(t *testing.T, addr, id string, onPublish func(*codec.Publish)) *Conn {
+	t.Helper()
+	c, err := Dial(context.Background(), Options{Addr: addr, ClientID: id, OnPublish: onPublish})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	return c
+}
+
+// waitFor polls cond until it holds or the deadline passes.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+func TestEveryQoS1PublishIsAcknowledgedAndDeliveredOnce(t *testing.T) {
+	addr := startMosquitto(t)
+	var got atomic.Uint64
+	sub := dial(t, addr, "sub", func(p *codec.Publish) {
+		if p.QoS == 1 && bytes.Equal(p.Topic, []byte("bench/q1")) {
+			got.Add(1)
+		}
+	})
+	if err := sub.Subscribe("bench/#", 1); err != nil {
+		t.Fatal(err)
+	}
+	sub.Start(0)
+	var rtt stats.Histogram
+	pub, err := Dial(context.Background(), Options{Addr: addr, ClientID: "pub", AckLatency: &rtt})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pub.Close)
+	pub.Start(16)
+	payload := make([]byte, 128)
+	const n = 2000
+	for range n {
+		if err := pub.PublishQoS1(context.Background(), []byte("bench/q1"), payload); err != nil {
+			t.Fatal(err)
+		}
+		if pub.InFlight() > pub.Window() {
+			t.Fatalf("%d in flight in a window of %d", pub.InFlight(), pub.Window())
+		}
+	}
+	waitFor(t, "every PUBACK", func() bool { return pub.Acked() == n })
+	waitFor(t, "every delivery", func() bool { return got.Load() == n })
+	if rtt.Count() != n {
+		t.Fatalf("%d round trips recorded, want %d", rtt.Count(), n)
+	}
+	if sub.Err() != nil || pub.Err() != nil {
+		t.Fatalf("connection errors: sub %v, pub %v", sub.Err(), pub.Err())
+	}
+}
+
+func TestAWindowOfOneWaitsForEachPubackBeforeTheNextPublish(t *testing.T) {
+	addr := startMosquitto(t)
+	pub := dial(t, addr, "pub", nil)
+	pub.Start(1)
+	payload := make([]byte, 16)
+	for i := range 100 {
+		if err := pub.PublishQoS1(context.Background(), []byte("bench/one"), payload); err != nil {
+			t.Fatal(err)
+		}
+		// The publish before this one was acknowledged before this one could
+		// take the only packet identifier.
+		if got := pub.Acked(); got < uint64(i) {
+			t.Fatalf("publish %d went out with only %d acknowledged", i+1, got)
+		}
+	}
+}
+
+func TestQoS0BatchesArriveInOrderWithTheirStamps(t *testing.T) {
+	addr := startMosquitto(t)
+	var got atomic.Uint64
+	var bad atomic.Uint64
+	sub := dial(t, addr, "sub", func(p *codec.Publish) {
+		if age := Age(p.Payload); age < 0 || age > time.Minute {
+			bad.Add(1)
+		}
+		got.Add(1)
+	})
+	if err := sub.Subscribe("bench/q0", 0); err != nil {
+		t.Fatal(err)
+	}
+	sub.Start(0)
+	pub := dial(t, addr, "pub", nil)
+	pub.Start(0)
+	payload := make([]byte, 128)
+	for range 10 {
+		if err := pub.PublishQoS0([]byte("bench/q0"), payload, 50); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitFor(t, "500 deliveries", func() bool { return got.Load() == 500 })
+	if bad.Load() != 0 {
+		t.Fatalf("%d deliveries carried no sensible stamp", bad.Load())
+	}
+}
+
+func TestARefusedConnectionIsAnError(t *testing.T) {
+	// Port 1 on loopback is not an MQTT broker.
+	if _, err := Dial(context.Background(), Options{Addr: "127.0.0.1:1", ClientID: "x", DialTimeout: time.Second}); err == nil {
+		t.Fatal("dialing a closed port succeeded")
+	}
+}
+
+func TestStampAgeIsTheTimeSinceStamping(t *testing.T) {
+	p := make([]byte, StampSize)
+	Stamp(p)
+	if age := Age(p); age < 0 || age > time.Second {
+		t.Fatalf("age of a fresh stamp is %v", age)
+	}
+	if Age(p[:4]) != -1 {
+		t.Fatal("a payload too short for a stamp has an age")
+	}
+}
