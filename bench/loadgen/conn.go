@@ -21,8 +21,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"saguin/codec"
 	"saguin/bench/stats"
+	"saguin/codec"
 )
 
 // maxPacket bounds what the generator will read: the brokers deliver what
