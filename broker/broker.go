@@ -1,0 +1,306 @@
+// Package broker is the core the connections hand their packets to: sessions
+// (sharded by client-id hash), the subscription index (read-mostly), and the
+// routing of a publish to the subscribers it reaches.
+//
+// This is the first delivery path: broadcast at QoS 0, 1 and 2 to current
+// subscribers, plain filters, sessions that outlive their connection by
+// their Session Expiry Interval (holding their filters, not yet the messages
+// published while they are away), and the retained store for broadcast
+// topics in memory. Channels, shared subscriptions, Wills and stored sessions
+// build on this shape.
+package broker
+
+import (
+	"hash/maphash"
+	"log/slog"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"saguin/codec"
+	"saguin/codec/topic"
+	"saguin/netloop"
+)
+
+// Options are the limits the broker enforces on what a client sends.
+type Options struct {
+	MaxTopicLength   int // limits.max_topic_length
+	MaxTopicLevels   int // limits.max_topic_levels
+	MaxSubscriptions int // limits.max_subscriptions
+	// RetainedMaxBytes bounds the in-memory retained store; past it a new
+	// retained value is refused 0x97.
+	RetainedMaxBytes int
+	Logger           *slog.Logger
+}
+
+// RFC 0002 defaults.
+const (
+	DefaultMaxTopicLength   = 1024
+	DefaultMaxTopicLevels   = 200
+	DefaultMaxSubscriptions = 10000
+	DefaultRetainedMaxBytes = 64 << 20
+)
+
+// sessionShards is how many locks the sessions are spread over.
+const sessionShards = 64
+
+// Broker routes publishes between sessions. It implements netloop.Handler.
+type Broker struct {
+	opts     Options
+	log      *slog.Logger
+	seed     maphash.Seed
+	shards   [sessionShards]shard
+	subs     index
+	retained retainedStore
+}
+
+type shard struct {
+	mu       sync.Mutex
+	sessions map[string]*session
+}
+
+// session is what the broker keeps for a client id: its filters, and the
+// connection serving it while there is one.
+type session struct {
+	id      string
+	client  atomic.Pointer[clientRef]
+	filters map[string]subscription // guarded by the shard lock
+	// expiry is the generation of the pending expiry timer; a reconnect or a
+	// newer disconnect makes an older timer do nothing.
+	gen uint64
+}
+
+// clientRef boxes the interface so it can sit in an atomic.Pointer.
+type clientRef struct{ c netloop.Client }
+
+// New returns a broker with opts (zero fields take RFC 0002's defaults).
+func New(opts Options) *Broker {
+	if opts.MaxTopicLength == 0 {
+		opts.MaxTopicLength = DefaultMaxTopicLength
+	}
+	if opts.MaxTopicLevels == 0 {
+		opts.MaxTopicLevels = DefaultMaxTopicLevels
+	}
+	if opts.MaxSubscriptions == 0 {
+		opts.MaxSubscriptions = DefaultMaxSubscriptions
+	}
+	if opts.RetainedMaxBytes == 0 {
+		opts.RetainedMaxBytes = DefaultRetainedMaxBytes
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	b := &Broker{opts: opts, log: opts.Logger, seed: maphash.MakeSeed()}
+	b.retained.limit = opts.RetainedMaxBytes
+	for i := range b.shards {
+		b.shards[i].sessions = make(map[string]*session)
+	}
+	return b
+}
+
+func (b *Broker) shard(id string) *shard {
+	return &b.shards[maphash.String(b.seed, id)%sessionShards]
+}
+
+// Connect attaches c to the session its client id names, taking it over from
+// a connection that holds it (0x8E to the old one), or starting it new.
+func (b *Broker) Connect(c netloop.Client, req *netloop.ConnectRequest) (bool, codec.ReasonCode) {
+	sh := b.shard(req.ClientID)
+	sh.mu.Lock()
+	s := sh.sessions[req.ClientID]
+	var old netloop.Client
+	if s != nil {
+		if ref := s.client.Load(); ref != nil {
+			old = ref.c
+		}
+	}
+	present := s != nil && !req.CleanStart
+	if s != nil && req.CleanStart {
+		b.dropFilters(s)
+		delete(sh.sessions, req.ClientID)
+		s = nil
+	}
+	if s == nil {
+		s = &session{id: req.ClientID, filters: make(map[string]subscription)}
+		sh.sessions[req.ClientID] = s
+	}
+	s.gen++
+	s.client.Store(&clientRef{c})
+	sh.mu.Unlock()
+	if old != nil {
+		b.log.Info("session taken over", "client_id", req.ClientID)
+		old.Kick(codec.SessionTakenOver)
+	}
+	return present, codec.Success
+}
+
+// Disconnected ends the connection's hold on its session. The session outlives
+// it by sessionExpiry seconds, or ends now at 0. A connection that was taken
+// over no longer holds the session and changes nothing (invariant 17).
+func (b *Broker) Disconnected(c netloop.Client, sessionExpiry uint32, _ bool) {
+	id := c.ClientID()
+	sh := b.shard(id)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	s := sh.sessions[id]
+	if s == nil {
+		return
+	}
+	ref := s.client.Load()
+	if ref == nil || ref.c != c {
+		return
+	}
+	s.client.Store(nil)
+	s.gen++
+	if sessionExpiry == 0 {
+		b.dropFilters(s)
+		delete(sh.sessions, id)
+		return
+	}
+	gen := s.gen
+	time.AfterFunc(time.Duration(sessionExpiry)*time.Second, func() {
+		sh.mu.Lock()
+		defer sh.mu.Unlock()
+		if cur := sh.sessions[id]; cur == s && s.gen == gen && s.client.Load() == nil {
+			b.dropFilters(s)
+			delete(sh.sessions, id)
+		}
+	})
+}
+
+// dropFilters removes every filter of s from the index; shard lock held.
+func (b *Broker) dropFilters(s *session) {
+	for f := range s.filters {
+		b.subs.remove(f, s)
+	}
+	clear(s.filters)
+}
+
+// Publish routes p to the subscribers it reaches and answers its PUBACK code.
+func (b *Broker) Publish(c netloop.Client, p *codec.Publish) codec.ReasonCode {
+	if code, why := b.checkTopic(p.Topic); code != codec.Success {
+		b.log.Warn("publish refused", "client_id", c.ClientID(), "code", code.String(), "why", why)
+		return code
+	}
+	if err := codec.CheckPayloadFormat(p); err != nil {
+		b.log.Warn("publish refused", "client_id", c.ClientID(), "code", codec.PayloadFormatInvalid.String(), "why", err.Error())
+		return codec.PayloadFormatInvalid
+	}
+	var m *netloop.Message
+	if p.Retain {
+		m = netloop.NewMessage(p)
+		if !b.retained.set(string(p.Topic), m, p.QoS) {
+			b.log.Warn("publish refused", "client_id", c.ClientID(), "code", codec.QuotaExceeded.String(), "why", "the retained store is full")
+			return codec.QuotaExceeded
+		}
+	}
+	publisher := c.ClientID()
+	b.subs.match(p.Topic, func(s *session, sub subscription) {
+		if sub.noLocal && s.id == publisher {
+			return
+		}
+		ref := s.client.Load()
+		if ref == nil {
+			return // away: holding messages for it comes with stored sessions
+		}
+		if m == nil {
+			m = netloop.NewMessage(p)
+		}
+		ref.c.Deliver(m, min(p.QoS, sub.qos), p.Retain && sub.retainAsPublished)
+	})
+	return codec.Success
+}
+
+// checkTopic applies RFC 0002 "Publishing" to a topic name: 0x90 over
+// max_topic_length or max_topic_levels, in the reserved $saguin/ space, or
+// beginning $share/; 0x87 in the $SYS tree.
+func (b *Broker) checkTopic(t []byte) (codec.ReasonCode, string) {
+	s := string(t)
+	switch {
+	case len(t) > b.opts.MaxTopicLength:
+		return codec.TopicNameInvalid, "topic is longer than limits.max_topic_length"
+	case topic.Levels(s) > b.opts.MaxTopicLevels:
+		return codec.TopicNameInvalid, "topic is deeper than limits.max_topic_levels"
+	case strings.HasPrefix(s, "$saguin/"):
+		return codec.TopicNameInvalid, "topic is in the reserved $saguin/ space"
+	case strings.HasPrefix(s, "$share/"):
+		return codec.TopicNameInvalid, "$share/ is a subscription form, not a topic"
+	case strings.HasPrefix(s, "$SYS"):
+		return codec.NotAuthorized, "topic is in the $SYS tree"
+	}
+	return codec.Success, ""
+}
+
+// Subscribe grants one filter (the QoS asked for, at most 2) and sends the
+// retained messages it matches.
+func (b *Broker) Subscribe(c netloop.Client, f []byte, o netloop.SubscribeOptions) codec.ReasonCode {
+	filter := string(f)
+	switch {
+	case topic.ValidateFilter(filter) != nil:
+		return codec.TopicFilterInvalid
+	case topic.Levels(filter) > b.opts.MaxTopicLevels:
+		return codec.TopicFilterInvalid
+	case strings.HasPrefix(filter, "$share/") || strings.HasPrefix(filter, "$SHARE/"):
+		return codec.SharedSubscriptionsNotSupported
+	case strings.HasPrefix(filter, "$saguin/queue/"):
+		return codec.TopicFilterInvalid // no queue is configured to name
+	case strings.HasPrefix(filter, "$saguin/"), strings.HasPrefix(filter, "$SYS"):
+		return codec.NotAuthorized
+	}
+	id := c.ClientID()
+	sh := b.shard(id)
+	sh.mu.Lock()
+	s := sh.sessions[id]
+	if s == nil || s.client.Load() == nil || s.client.Load().c != c {
+		sh.mu.Unlock()
+		return codec.UnspecifiedError // taken over between packets
+	}
+	_, existed := s.filters[filter]
+	if !existed && len(s.filters) >= b.opts.MaxSubscriptions {
+		sh.mu.Unlock()
+		b.log.Warn("subscription refused", "client_id", id, "code", codec.QuotaExceeded.String(), "why", "limits.max_subscriptions")
+		return codec.QuotaExceeded
+	}
+	sub := subscription{qos: min(o.QoS, 2), noLocal: o.NoLocal, retainAsPublished: o.RetainAsPublished}
+	s.filters[filter] = sub
+	b.subs.add(filter, s, sub)
+	sh.mu.Unlock()
+	if o.RetainHandling == 0 || (o.RetainHandling == 1 && !existed) {
+		b.retained.each(filter, func(m *netloop.Message, qos byte) {
+			c.Deliver(m, min(qos, sub.qos), true)
+		})
+	}
+	return codec.ReasonCode(sub.qos)
+}
+
+// Unsubscribe removes one filter: 0x00, or 0x11 when the session held none.
+func (b *Broker) Unsubscribe(c netloop.Client, f []byte) codec.ReasonCode {
+	filter := string(f)
+	id := c.ClientID()
+	sh := b.shard(id)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	s := sh.sessions[id]
+	if s == nil {
+		return codec.NoSubscriptionExisted
+	}
+	if _, ok := s.filters[filter]; !ok {
+		return codec.NoSubscriptionExisted
+	}
+	delete(s.filters, filter)
+	b.subs.remove(filter, s)
+	return codec.Success
+}
+
+// Sessions reports how many sessions are held, connected or not.
+func (b *Broker) Sessions() int {
+	n := 0
+	for i := range b.shards {
+		sh := &b.shards[i]
+		sh.mu.Lock()
+		n += len(sh.sessions)
+		sh.mu.Unlock()
+	}
+	return n
+}

@@ -1,0 +1,423 @@
+package netloop
+
+import (
+	"bytes"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"saguin/codec"
+)
+
+// Connection states. Only the connection's loop moves them; the ticker reads.
+const (
+	stateAwaitConnect int32 = iota // accepted, holding a slot, no CONNECT yet
+	stateConnected                 // CONNACK 0x00 written
+	stateEnding                    // end decided: nothing more is read
+)
+
+// Actions the ticker or another goroutine asks the loop to take.
+const (
+	actNone       uint32 = iota
+	actClose             // close with nothing written
+	actKeepalive         // keepalive expired: DISCONNECT 0x8D to MQTT 5, then close
+	actKickOffset        // actKickOffset+reason: DISCONNECT reason, then close
+)
+
+// outboundCap bounds the bytes handed to the transport and not yet taken by
+// the kernel, per connection; the rest waits in the connection's own queue.
+const outboundCap = 256 << 10
+
+// Conn is the state machine of one MQTT connection, whatever door it came
+// through. Methods named On* run on the connection's loop; Deliver, Kick and
+// the Client accessors are safe from any goroutine.
+type Conn struct {
+	srv       *Server
+	t         Transport
+	door      string
+	arrivedAt int64
+
+	// Shared with other goroutines.
+	state       atomic.Int32
+	lastRead    atomic.Int64 // unix ns of the last bytes read
+	keepaliveNS atomic.Int64 // 1.5 x the keepalive in force; 0 is none
+	action      atomic.Uint32
+	woken       atomic.Bool  // a Wake is on its way to the loop
+	outPending  atomic.Bool  // bytes wait in the transport or writable entries in the queue
+	progressAt  atomic.Int64 // unix ns the kernel last took bytes, or had nothing to take
+	slotGiven   atomic.Bool
+	out         outQueue
+	id          atomic.Pointer[string]
+	version     atomic.Uint32
+
+	// Loop only.
+	sessionExpiry uint32
+	clientMaxPkt  int // the client's Maximum Packet Size; 0 is none
+	clientRecvMax int // the client's Receive Maximum: our outbound window
+	aliases       [TopicAliasMaximum + 1][]byte
+	inflight      map[uint16]inflight // our QoS 1/2 deliveries awaiting the client
+	inflightBytes int
+	nextPID       uint16
+	heldQoS2      map[uint16]struct{} // the client's QoS 2 publishes not yet released
+	handed        int64               // bytes ever handed to the transport
+	lastTaken     int64
+	attached      bool // the handler knows this connection
+	closed        bool
+}
+
+// inflight is one delivery on the wire waiting for the client's answer.
+type inflight struct {
+	size     int
+	released bool // QoS 2: PUBREC seen, PUBREL sent, waiting for PUBCOMP
+}
+
+// scratch is the per-call working memory of a loop: packet structs reused for
+// every decode and one write buffer, so the hot path allocates nothing.
+type scratch struct {
+	connect  codec.Connect
+	connack  codec.Connack
+	publish  codec.Publish
+	ack      codec.Ack
+	sub      codec.Subscribe
+	suback   codec.Suback
+	unsub    codec.Unsubscribe
+	unsuback codec.Unsuback
+	disc     codec.Disconnect
+	out      []byte
+}
+
+var scratchPool = sync.Pool{New: func() any { return &scratch{out: make([]byte, 0, 4096)} }}
+
+func newConn(s *Server, t Transport, door string, arrivedAt time.Time) *Conn {
+	c := &Conn{srv: s, t: t, door: door, arrivedAt: arrivedAt.UnixNano()}
+	c.out.limit = s.opts.SessionQueueBytes
+	c.lastRead.Store(arrivedAt.UnixNano())
+	c.progressAt.Store(arrivedAt.UnixNano())
+	return c
+}
+
+// ClientID is the client identifier the connection runs under ("" before CONNECT).
+func (c *Conn) ClientID() string {
+	if p := c.id.Load(); p != nil {
+		return *p
+	}
+	return ""
+}
+
+// Version is the protocol level: 4 (3.1.1) or 5.
+func (c *Conn) Version() byte { return byte(c.version.Load()) }
+
+// Deliver queues a delivery and wakes the loop to write it. It never blocks.
+func (c *Conn) Deliver(m *Message, qos byte, retain bool) bool {
+	if !c.out.push(outEntry{msg: m, qos: qos, retain: retain}) {
+		return false
+	}
+	c.wake()
+	return true
+}
+
+// Kick asks the loop to end the connection with reason (see Client).
+func (c *Conn) Kick(reason codec.ReasonCode) {
+	c.request(actKickOffset + uint32(reason))
+}
+
+func (c *Conn) request(a uint32) {
+	c.action.CompareAndSwap(actNone, a)
+	c.wake()
+}
+
+func (c *Conn) wake() {
+	if c.woken.CompareAndSwap(false, true) {
+		c.t.Wake()
+	}
+}
+
+// tick runs the connection's timers; it is called by the server's ticker.
+func (c *Conn) tick(now int64) {
+	o := &c.srv.opts
+	switch c.state.Load() {
+	case stateAwaitConnect:
+		if now-c.arrivedAt >= int64(o.ConnectTimeout) {
+			c.request(actClose)
+			return
+		}
+	case stateConnected:
+		if ka := c.keepaliveNS.Load(); ka > 0 && now-c.lastRead.Load() >= ka {
+			c.request(actKeepalive)
+			return
+		}
+	default:
+		return
+	}
+	if c.outPending.Load() {
+		if o.WriteTimeout > 0 && now-c.progressAt.Load() >= int64(o.WriteTimeout) {
+			c.request(actClose)
+			return
+		}
+		c.wake() // refill what the transport cap held back
+	}
+}
+
+// OnWake runs what other goroutines asked for, then writes what waits.
+func (c *Conn) OnWake() {
+	c.woken.Store(false)
+	if a := c.action.Swap(actNone); a != actNone && c.state.Load() != stateEnding {
+		switch {
+		case a == actClose:
+			if c.state.Load() == stateAwaitConnect {
+				c.logWarn("closed: no CONNECT within connect_timeout")
+			} else {
+				c.logWarn("closed: the client took no bytes for limits.write_timeout")
+			}
+			c.end(0, false, false)
+			return
+		case a == actKeepalive:
+			c.logInfo("disconnected: keepalive expired")
+			c.end(codec.KeepAliveTimeout, true, false)
+			return
+		default:
+			reason := codec.ReasonCode(a - actKickOffset)
+			c.logInfo("disconnected by the broker", "reason", reason.String())
+			c.end(reason, true, false)
+			return
+		}
+	}
+	if c.state.Load() == stateConnected {
+		c.flush()
+	}
+}
+
+// OnData consumes whole packets from buf and returns how many bytes it used.
+// A partial packet is left for the next call; its declared length has been
+// checked against the limit before anything waits for its body.
+func (c *Conn) OnData(buf []byte) int {
+	now := c.srv.now.Load()
+	c.lastRead.Store(now)
+	sc := scratchPool.Get().(*scratch)
+	defer scratchPool.Put(sc)
+	off := 0
+	for off < len(buf) {
+		if c.state.Load() == stateEnding {
+			return len(buf) // nothing more is read from an ending connection
+		}
+		awaiting := c.state.Load() == stateAwaitConnect
+		limit := c.srv.opts.MaxMessageSize
+		if awaiting {
+			limit = c.srv.opts.MaxConnectSize
+		}
+		h, err := codec.ReadHeader(buf[off:], limit)
+		if err == codec.ErrNeedMore {
+			break
+		}
+		if err != nil {
+			if awaiting {
+				if !c.refuseHeader(buf[off:], h, err, sc) {
+					break // need the protocol level to answer in its vocabulary
+				}
+				return len(buf)
+			}
+			c.protocolFault(err, sc)
+			return len(buf)
+		}
+		if awaiting && h.Type != codec.TypeConnect {
+			c.logWarn("closed: the first packet is not a CONNECT", "type", h.Type.String())
+			c.end(0, false, false)
+			return len(buf)
+		}
+		if len(buf)-off < h.Total() {
+			break
+		}
+		body := buf[off+h.HeaderLen : off+h.Total()]
+		off += h.Total()
+		if awaiting {
+			c.onConnect(h, body, sc)
+		} else {
+			c.onPacket(h, body, sc)
+		}
+	}
+	c.flushScratch(sc)
+	return off
+}
+
+// OnClosed runs once the transport has closed, whoever closed it.
+func (c *Conn) OnClosed(err error) {
+	if c.closed {
+		return
+	}
+	c.closed = true
+	if c.state.Load() != stateEnding {
+		// The client hung up (or the socket failed) without a DISCONNECT.
+		if c.state.Load() == stateConnected {
+			c.logInfo("disconnected: connection closed by the client")
+		}
+		c.end(0, false, false)
+	}
+	c.out.close()
+	c.srv.forget(c)
+}
+
+// end decides the connection's end: the slot goes back first, nothing more is
+// read, an MQTT 5 client is sent DISCONNECT reason when send is set, the
+// handler is told, and the transport closes.
+func (c *Conn) end(reason codec.ReasonCode, send, graceful bool) {
+	if c.state.Swap(stateEnding) == stateEnding {
+		return
+	}
+	c.slotRelease()
+	c.outPending.Store(false)
+	c.out.close()
+	if send && c.Version() == codec.Version5 {
+		sc := scratchPool.Get().(*scratch)
+		sc.disc.ReasonCode = reason
+		sc.disc.Properties.Reset()
+		sc.out = sc.disc.Append(sc.out, codec.Version5)
+		c.flushScratch(sc)
+		scratchPool.Put(sc)
+	}
+	if c.attached {
+		c.attached = false
+		c.srv.opts.Handler.Disconnected(c, c.sessionExpiry, graceful)
+	}
+	if !c.closed {
+		c.t.Close()
+	}
+}
+
+// slotRelease gives the max_connections slot back, once.
+func (c *Conn) slotRelease() {
+	if c.slotGiven.CompareAndSwap(false, true) {
+		c.srv.adm.release()
+	}
+}
+
+// flushScratch hands what the loop encoded into sc.out to the transport.
+func (c *Conn) flushScratch(sc *scratch) {
+	if len(sc.out) == 0 {
+		return
+	}
+	c.t.Write(sc.out)
+	c.handed += int64(len(sc.out))
+	sc.out = sc.out[:0]
+	c.noteProgress()
+}
+
+// noteProgress records whether the kernel took bytes since the last look, for
+// limits.write_timeout: a connection stalls only while bytes wait and none
+// are taken.
+func (c *Conn) noteProgress() {
+	buffered := c.t.Buffered()
+	taken := c.handed - int64(buffered)
+	if buffered == 0 || taken != c.lastTaken {
+		c.lastTaken = taken
+		c.progressAt.Store(c.srv.now.Load())
+	}
+	c.outPending.Store(buffered > 0 || c.writable())
+}
+
+// writable reports whether the oldest queued delivery may be written now.
+func (c *Conn) writable() bool {
+	e, ok := c.out.peek()
+	return ok && (e.qos == 0 || c.windowOpen())
+}
+
+// windowOpen reports whether one more QoS 1 or 2 delivery may go on the wire:
+// within the client's Receive Maximum, and with no more than half of
+// limits.session_queue_bytes written and unacknowledged - one always may
+// when nothing is in flight, however large (RFC 0002).
+func (c *Conn) windowOpen() bool {
+	if len(c.inflight) == 0 {
+		return true
+	}
+	return len(c.inflight) < c.clientRecvMax && c.inflightBytes < c.srv.opts.SessionQueueBytes/2
+}
+
+// flush moves deliveries from the queue to the transport, in order, while the
+// transport holds less than outboundCap and the window allows.
+func (c *Conn) flush() {
+	sc := scratchPool.Get().(*scratch)
+	defer scratchPool.Put(sc)
+	version := c.Version()
+	for c.t.Buffered()+len(sc.out) < outboundCap {
+		e, ok := c.out.peek()
+		if !ok {
+			break
+		}
+		if e.qos > 0 && !c.windowOpen() {
+			break
+		}
+		p := &sc.publish
+		p.Dup, p.QoS, p.Retain = false, e.qos, e.retain
+		p.Topic, p.Payload, p.PacketID = e.msg.Topic, e.msg.Payload, 0
+		if version == codec.Version5 {
+			p.Properties = e.msg.Props
+		}
+		if c.clientMaxPkt > 0 && p.Size(version) > c.clientMaxPkt {
+			// MQTT-3.1.2-25: never send a packet above the client's maximum;
+			// the delivery is discarded as if delivered.
+			c.out.pop()
+			continue
+		}
+		if e.qos > 0 {
+			p.PacketID = c.nextPacketID()
+			size := e.msg.Size()
+			c.inflight[p.PacketID] = inflight{size: size}
+			c.inflightBytes += size
+		}
+		sc.out = p.Append(sc.out, version)
+		p.Properties = codec.Properties{}
+		c.out.pop()
+	}
+	c.flushScratch(sc)
+	c.noteProgress()
+}
+
+// nextPacketID returns an identifier no delivery in flight holds.
+func (c *Conn) nextPacketID() uint16 {
+	if c.inflight == nil {
+		c.inflight = make(map[uint16]inflight)
+	}
+	for {
+		c.nextPID++
+		if c.nextPID == 0 {
+			c.nextPID = 1
+		}
+		if _, used := c.inflight[c.nextPID]; !used {
+			return c.nextPID
+		}
+	}
+}
+
+func (c *Conn) logInfo(msg string, args ...any) {
+	c.srv.log.Info(msg, c.logArgs(args)...)
+}
+
+func (c *Conn) logWarn(msg string, args ...any) {
+	c.srv.log.Warn(msg, c.logArgs(args)...)
+}
+
+func (c *Conn) logArgs(args []any) []any {
+	base := []any{"listener", c.door, "remote", c.t.RemoteAddr()}
+	if id := c.ClientID(); id != "" {
+		base = append(base, "client_id", id)
+	}
+	return append(base, args...)
+}
+
+// assignedID makes a client identifier for a client that sent none.
+var assignedSeq atomic.Uint64
+
+func assignClientID() string {
+	return "saguin-" + strconv.FormatInt(time.Now().UnixNano(), 36) + "-" + strconv.FormatUint(assignedSeq.Add(1), 36)
+}
+
+// hasReservedUserProperty reports a saguin- User Property on a CONNECT,
+// which RFC 0002 refuses 0x83: Sagüin reads none there.
+func hasReservedUserProperty(p *codec.Properties) bool {
+	for _, u := range p.User {
+		if bytes.HasPrefix(u.Key, []byte("saguin-")) {
+			return true
+		}
+	}
+	return false
+}

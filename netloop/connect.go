@@ -1,0 +1,291 @@
+package netloop
+
+import (
+	"bytes"
+	"strings"
+	"time"
+
+	"saguin/codec"
+	"saguin/codec/topic"
+)
+
+// connack311Version is the CONNACK refusing an unacceptable protocol version
+// in 3.1 and 3.1.1's own vocabulary (return code 0x01; both protocols share
+// the packet's shape).
+var connack311Version = []byte{0x20, 2, 0x00, 0x01}
+
+// refuseHeader answers a CONNECT whose fixed header was refused before its
+// body was read: one declaring more than max_connect_size is answered 0x95
+// when it says it speaks MQTT 5, and closed with nothing written otherwise
+// (RFC 0002 "The largest CONNECT before authentication"); anything else is
+// closed with nothing written. It returns false when the protocol level has
+// not arrived yet and the caller must wait for it; those bytes are bounded.
+func (c *Conn) refuseHeader(buf []byte, h codec.Header, err error, sc *scratch) bool {
+	e := codec.AsError(err)
+	if e == nil || e.Code != codec.PacketTooLarge || h.Type != codec.TypeConnect {
+		c.logWarn("closed: unreadable bytes before CONNECT", "error", err)
+		c.end(0, false, false)
+		return true
+	}
+	// Protocol name (2+4 bytes) and level follow the fixed header.
+	need := h.HeaderLen + 7
+	if len(buf) < need {
+		return false
+	}
+	name, level := buf[h.HeaderLen:h.HeaderLen+6], buf[h.HeaderLen+6]
+	if bytes.Equal(name, []byte("\x00\x04MQTT")) && level == codec.Version5 {
+		c.version.Store(codec.Version5)
+		c.refuse(codec.Version5, codec.PacketTooLarge, sc, "CONNECT declares more than limits.max_connect_size")
+		return true
+	}
+	c.logWarn("closed: CONNECT declares more than limits.max_connect_size", "declared", h.Total(), "limit", c.srv.opts.MaxConnectSize)
+	c.end(0, false, false)
+	return true
+}
+
+// onConnect answers a CONNECT: every refusal of RFC 0002 "Every reason code,
+// in one place" that is netloop's to make, then the handler's, then the
+// CONNACK with the properties "what the CONNACK promises when it says yes".
+func (c *Conn) onConnect(h codec.Header, body []byte, sc *scratch) {
+	o := &c.srv.opts
+	cp := &sc.connect
+	if err := cp.Decode(h, body, 0); err != nil {
+		e := codec.AsError(err)
+		switch cp.Version {
+		case codec.Version5:
+			c.version.Store(codec.Version5)
+			code := codec.MalformedPacket
+			if e != nil {
+				code = e.Code
+			}
+			c.refuse(codec.Version5, code, sc, err.Error())
+		case codec.Version31:
+			c.refuseRaw(connack311Version, "MQTT 3.1 is never admitted")
+		case codec.Version311:
+			if e != nil && answerable311(e) {
+				c.version.Store(codec.Version311)
+				c.refuse(codec.Version311, codec.ReturnCode311(e), sc, e.Rule)
+				return
+			}
+			c.logWarn("closed: unreadable 3.1.1 CONNECT", "error", err)
+			c.end(0, false, false)
+		default:
+			c.logWarn("closed: CONNECT does not say which protocol it speaks", "error", err)
+			c.end(0, false, false)
+		}
+		return
+	}
+	v := cp.Version
+	if v < o.MinProtocolVersion {
+		c.refuseRaw(connack311Version, "MQTT 3.1.1 is below broker.mqtt.min_protocol_version")
+		return
+	}
+	c.version.Store(uint32(v))
+	if v == codec.Version5 {
+		if cp.Properties.Present.Has(codec.PropAuthMethod) {
+			c.refuse(v, codec.BadAuthenticationMethod, sc, "CONNECT names an Authentication Method; Sagüin runs no enhanced authentication")
+			return
+		}
+		if hasReservedUserProperty(&cp.Properties) {
+			c.refuse(v, codec.ImplementationSpecificError, sc, "CONNECT carries a saguin- User Property")
+			return
+		}
+	}
+	if err := codec.CheckClientID(cp.ClientID, o.MaxClientIDLength); err != nil {
+		c.refuseErr(v, err, sc)
+		return
+	}
+	if err := codec.CheckEmptyClientID(cp); err != nil {
+		c.refuseErr(v, err, sc)
+		return
+	}
+	if cp.UsernameFlag {
+		if err := codec.CheckUserName(cp.Username); err != nil {
+			c.refuseErr(v, err, sc)
+			return
+		}
+	}
+	if cp.WillFlag {
+		if rule := c.undeliverableWill(cp.WillTopic); rule != "" {
+			c.refuse(v, mapCode(v, codec.TopicNameInvalid), sc, rule)
+			return
+		}
+	}
+
+	// Session Expiry: capped at max_session_expiry, and told when capped.
+	maxExpiry := uint32(min(o.MaxSessionExpiry/time.Second, 1<<32-1))
+	asked := uint32(0)
+	if v == codec.Version5 {
+		asked = cp.Properties.SessionExpiry
+	} else if !cp.CleanStart {
+		asked = maxExpiry // a 3.1.1 persistent session lives as long as the cap allows
+	}
+	granted := min(asked, maxExpiry)
+
+	// Keepalive: max_keepalive answers an MQTT 5 client asking for more, or
+	// for zero, with Server Keep Alive; a 3.1.1 client keeps its own.
+	keepalive := cp.KeepAlive
+	serverKeepAlive := false
+	if v == codec.Version5 && o.MaxKeepalive > 0 {
+		ceiling := uint16(min(o.MaxKeepalive/time.Second, 65535))
+		if keepalive == 0 || keepalive > ceiling {
+			keepalive, serverKeepAlive = ceiling, true
+		}
+	}
+
+	c.clientRecvMax = 65535
+	if v == codec.Version5 {
+		if cp.Properties.Present.Has(codec.PropReceiveMaximum) {
+			c.clientRecvMax = int(cp.Properties.ReceiveMaximum)
+		}
+		if cp.Properties.Present.Has(codec.PropMaximumPacketSize) {
+			c.clientMaxPkt = int(cp.Properties.MaximumPacketSize)
+		}
+	}
+
+	id := string(cp.ClientID)
+	assigned := id == ""
+	if assigned {
+		id = assignClientID()
+	}
+	c.id.Store(&id)
+	c.sessionExpiry = granted
+
+	req := ConnectRequest{
+		Version:       v,
+		ClientID:      id,
+		CleanStart:    cp.CleanStart,
+		SessionExpiry: granted,
+		Username:      cp.Username,
+		Password:      cp.Password,
+		Door:          c.door,
+		Remote:        c.t.RemoteAddr(),
+	}
+	present, code := o.Handler.Connect(c, &req)
+	if code != codec.Success {
+		c.refuse(v, mapCode(v, code), sc, "refused by the broker")
+		return
+	}
+	c.attached = true
+	c.state.Store(stateConnected)
+	if keepalive > 0 {
+		c.keepaliveNS.Store(int64(keepalive) * int64(time.Second) * 3 / 2)
+	}
+
+	ack := &sc.connack
+	ack.SessionPresent = present
+	ack.ReasonCode = codec.Success
+	ack.Properties.Reset()
+	if v == codec.Version5 {
+		pr := &ack.Properties
+		pr.TopicAliasMaximum = TopicAliasMaximum
+		pr.Present.Set(codec.PropTopicAliasMaximum)
+		pr.MaximumPacketSize = uint32(o.MaxMessageSize)
+		pr.Present.Set(codec.PropMaximumPacketSize)
+		pr.ReceiveMaximum = uint16(o.ReceiveMaximum)
+		pr.Present.Set(codec.PropReceiveMaximum)
+		if !o.RetainAvailable {
+			pr.RetainAvailable = 0
+			pr.Present.Set(codec.PropRetainAvailable)
+		}
+		if asked > granted {
+			pr.SessionExpiry = granted
+			pr.Present.Set(codec.PropSessionExpiry)
+		}
+		if serverKeepAlive {
+			pr.ServerKeepAlive = keepalive
+			pr.Present.Set(codec.PropServerKeepAlive)
+		}
+		if assigned {
+			pr.AssignedClientID = []byte(id)
+			pr.Present.Set(codec.PropAssignedClientID)
+		}
+	}
+	sc.out = ack.Append(sc.out, v)
+	ack.Properties.Reset()
+	c.logInfo("client connected", "protocol", protocolName(v), "clean_start", cp.CleanStart,
+		"keepalive", keepalive, "session_expiry", granted, "session_present", present)
+}
+
+// answerable311 reports the CONNECT refusals RFC 0002 gives a 3.1.1 return
+// code: the flag rules of its table (reserved flag, Will QoS 3, Will QoS or
+// Retain with no Will, password without user name) and a user name that is
+// not UTF-8. Every other unreadable 3.1.1 CONNECT is closed with nothing
+// written: 3.1.1 has no return code for a packet it cannot read.
+func answerable311(e *codec.Error) bool {
+	for _, rule := range []string{"MQTT-3.1.2-3)", "MQTT-3.1.2-11)", "MQTT-3.1.2-12)", "MQTT-3.1.2-13)", "MQTT-3.1.2-22)"} {
+		if strings.HasSuffix(e.Rule, rule) {
+			return true
+		}
+	}
+	return e.Rule == codec.RuleUserNameUTF8
+}
+
+// undeliverableWill names why a Will topic could never be delivered (0x90,
+// RFC 0002), or returns "".
+func (c *Conn) undeliverableWill(t []byte) string {
+	s := string(t)
+	switch {
+	case topic.ValidateName(s) != nil:
+		return "Will topic is not a topic name"
+	case strings.HasPrefix(s, "$saguin/"):
+		return "Will topic is in the reserved $saguin/ space"
+	case strings.HasPrefix(s, "$SYS"):
+		return "Will topic is in the $SYS tree"
+	}
+	return ""
+}
+
+// mapCode is code in v's vocabulary: itself under MQTT 5, the 3.1.1 return
+// code RFC 0002's table maps it to otherwise.
+func mapCode(v byte, code codec.ReasonCode) codec.ReasonCode {
+	if v == codec.Version5 {
+		return code
+	}
+	return codec.ReturnCode311(&codec.Error{Code: code})
+}
+
+// refuseErr refuses with the code a codec check returned.
+func (c *Conn) refuseErr(v byte, err error, sc *scratch) {
+	e := codec.AsError(err)
+	c.refuse(v, mapCode(v, e.Code), sc, e.Rule)
+}
+
+// refuse ends a connection at CONNECT: the slot goes back, then the CONNACK
+// carrying code is written, then the socket closes.
+func (c *Conn) refuse(v byte, code codec.ReasonCode, sc *scratch, why string) {
+	c.state.Store(stateEnding)
+	c.slotRelease()
+	c.out.close()
+	ack := &sc.connack
+	ack.SessionPresent = false
+	ack.ReasonCode = code
+	ack.Properties.Reset()
+	sc.out = ack.Append(sc.out, v)
+	c.flushScratch(sc)
+	c.logWarn("connection refused", "protocol", protocolName(v), "code", "0x"+strings.ToUpper(hex2(byte(code))), "why", why)
+	c.t.Close()
+}
+
+// refuseRaw refuses with a CONNACK written as bytes (the 3.1 and 3.1.1
+// version refusal, answered before a protocol is settled).
+func (c *Conn) refuseRaw(b []byte, why string) {
+	c.state.Store(stateEnding)
+	c.slotRelease()
+	c.out.close()
+	c.t.Write(b)
+	c.logWarn("connection refused", "code", "0x01", "why", why)
+	c.t.Close()
+}
+
+func protocolName(v byte) string {
+	if v == codec.Version5 {
+		return "5"
+	}
+	return "3.1.1"
+}
+
+func hex2(b byte) string {
+	const digits = "0123456789abcdef"
+	return string([]byte{digits[b>>4], digits[b&15]})
+}

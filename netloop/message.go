@@ -1,0 +1,62 @@
+package netloop
+
+import "saguin/codec"
+
+// Message is a publication as it is routed: its own memory, never changed once
+// made, and shared by every delivery of it - each connection encodes it into
+// its own PUBLISH with its own packet identifier.
+type Message struct {
+	Topic   []byte
+	Payload []byte
+	// Props are the MQTT 5 properties a subscriber receives: what the
+	// publisher sent, without its Topic Alias (the broker never sends one)
+	// or Subscription Identifiers (they belong to the receiving subscription).
+	Props codec.Properties
+}
+
+// NewMessage copies what a delivery needs out of p, whose slices alias a read
+// buffer: one allocation for every byte, one more when User Properties exist.
+func NewMessage(p *codec.Publish) *Message {
+	pr := &p.Properties
+	n := len(p.Topic) + len(p.Payload) + len(pr.ContentType) + len(pr.ResponseTopic) + len(pr.CorrelationData)
+	for _, u := range pr.User {
+		n += len(u.Key) + len(u.Value)
+	}
+	arena := make([]byte, 0, n)
+	take := func(b []byte) []byte {
+		if len(b) == 0 {
+			return nil
+		}
+		start := len(arena)
+		arena = append(arena, b...)
+		return arena[start:len(arena):len(arena)]
+	}
+	m := &Message{Topic: take(p.Topic), Payload: take(p.Payload)}
+	if p.Payload != nil && m.Payload == nil {
+		m.Payload = []byte{}
+	}
+	m.Props.Present = pr.Present
+	m.Props.Present &^= 1<<codec.PropTopicAlias | 1<<codec.PropSubscriptionID
+	m.Props.PayloadFormat = pr.PayloadFormat
+	m.Props.MessageExpiry = pr.MessageExpiry
+	m.Props.ContentType = take(pr.ContentType)
+	m.Props.ResponseTopic = take(pr.ResponseTopic)
+	m.Props.CorrelationData = take(pr.CorrelationData)
+	if len(pr.User) > 0 {
+		m.Props.User = make([]codec.UserProperty, len(pr.User))
+		for i, u := range pr.User {
+			m.Props.User[i] = codec.UserProperty{Key: take(u.Key), Value: take(u.Value)}
+		}
+	}
+	return m
+}
+
+// Size is what the message is charged against an outbound queue's bound:
+// its bytes and the fixed cost of the entry that holds it.
+func (m *Message) Size() int {
+	n := len(m.Topic) + len(m.Payload) + len(m.Props.ContentType) + len(m.Props.ResponseTopic) + len(m.Props.CorrelationData)
+	for _, u := range m.Props.User {
+		n += len(u.Key) + len(u.Value)
+	}
+	return n + outEntryCost
+}

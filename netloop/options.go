@@ -1,0 +1,184 @@
+// Package netloop owns the MQTT doors of the broker: the listeners (tcp and
+// unix, served on a gnet event loop), admission (max_connections counted from
+// accept, the overflow budget, connect_timeout, max_connect_size,
+// max_connect_rate), and the per-connection state machine that frames and
+// decodes packets, keeps the keepalive, bounds what a client may have in
+// flight in both directions, and hands what it decoded to a Handler.
+//
+// It knows MQTT and sockets; it does not know what a channel is. Everything a
+// packet means beyond the connection it arrived on is the Handler's business.
+package netloop
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"time"
+)
+
+// Door kinds served here. TLS and WebSocket doors feed the same Conn state
+// machine through their own Transport (see Transport).
+const (
+	KindTCP  = "tcp"
+	KindUnix = "unix"
+)
+
+// Door is one listener. Name is what a log line's listener= says: the kind
+// itself for a door written as a single mapping, the entry's name in a list.
+type Door struct {
+	Name    string
+	Kind    string      // KindTCP or KindUnix
+	Address string      // tcp: host:port
+	Path    string      // unix: socket path; a leading @ is an abstract name
+	Mode    fs.FileMode // unix: the socket file's permissions; 0 means 0660
+}
+
+// Options are the resolved settings netloop runs with. cmd/saguin maps the
+// configuration onto them; tests fill them in directly.
+type Options struct {
+	// Doors to open. None means one tcp door on :1883 (RFC 0002 Validation:
+	// a configuration naming no listener gets tcp on :1883).
+	Doors []Door
+
+	// MinProtocolVersion is 4 (MQTT 3.1.1, the default) or 5.
+	MinProtocolVersion byte
+
+	MaxConnections    int           // limits.max_connections, one count over every door
+	ConnectTimeout    time.Duration // limits.connect_timeout
+	MaxConnectSize    int           // limits.max_connect_size, the whole packet
+	MaxConnectRate    int           // limits.max_connect_rate per door a second; 0 is none
+	MaxMessageSize    int           // limits.max_message_size: Maximum Packet Size, both ways
+	MaxClientIDLength int           // limits.max_client_id_length
+	MaxSessionExpiry  time.Duration // limits.max_session_expiry
+	MaxKeepalive      time.Duration // limits.max_keepalive; 0 is none
+	WriteTimeout      time.Duration // limits.write_timeout; 0 is none
+	// SessionQueueBytes bounds what waits in one connection's outbound queue
+	// (limits.session_queue_bytes).
+	SessionQueueBytes int
+
+	// ReceiveMaximum is what the CONNACK tells an MQTT 5 client it may have
+	// unacknowledged towards the broker; one more is DISCONNECT 0x93. It is
+	// applied to 3.1.1 clients too, which cannot be told, by closing.
+	ReceiveMaximum int
+
+	// RetainAvailable is the CONNACK's Retain Available: whether anything on
+	// this broker can keep a retained message.
+	RetainAvailable bool
+
+	// Logger receives the connection lines at RFC 0002's levels.
+	Logger *slog.Logger
+
+	// Handler is the broker the connections hand their packets to.
+	Handler Handler
+}
+
+// Defaults RFC 0002 gives the keys netloop reads.
+const (
+	DefaultMaxConnections    = 10000
+	DefaultConnectTimeout    = 10 * time.Second
+	DefaultMaxConnectSize    = 100 << 10
+	DefaultMaxConnectRate    = 500
+	DefaultMaxMessageSize    = 1 << 20
+	DefaultMaxClientIDLength = 256
+	DefaultMaxSessionExpiry  = 30 * 24 * time.Hour
+	DefaultWriteTimeout      = 5 * time.Second
+	DefaultSessionQueueBytes = 1 << 20
+	// DefaultReceiveMaximum matches broker.qos2.max_inflight_per_client and
+	// Mosquitto's default: what a client may hold unacknowledged is at most
+	// this many times max_message_size of memory.
+	DefaultReceiveMaximum = 20
+	// TopicAliasMaximum is fixed by RFC 0001: 16 per connection.
+	TopicAliasMaximum = 16
+	// defaultUnixMode is the socket file's permissions when none is written.
+	defaultUnixMode fs.FileMode = 0o660
+)
+
+// WithDefaults returns o with every zero field given RFC 0002's default.
+// Fields whose zero value means "none" (MaxConnectRate, MaxKeepalive,
+// WriteTimeout) are left alone: a caller wanting the default writes it.
+func (o Options) WithDefaults() Options {
+	if len(o.Doors) == 0 {
+		o.Doors = []Door{{Name: KindTCP, Kind: KindTCP, Address: ":1883"}}
+	}
+	for i := range o.Doors {
+		if o.Doors[i].Name == "" {
+			o.Doors[i].Name = o.Doors[i].Kind
+		}
+		if o.Doors[i].Kind == KindUnix && o.Doors[i].Mode == 0 {
+			o.Doors[i].Mode = defaultUnixMode
+		}
+	}
+	if o.MinProtocolVersion == 0 {
+		o.MinProtocolVersion = 4
+	}
+	if o.MaxConnections == 0 {
+		o.MaxConnections = DefaultMaxConnections
+	}
+	if o.ConnectTimeout == 0 {
+		o.ConnectTimeout = DefaultConnectTimeout
+	}
+	if o.MaxMessageSize == 0 {
+		o.MaxMessageSize = DefaultMaxMessageSize
+	}
+	if o.MaxConnectSize == 0 {
+		o.MaxConnectSize = min(DefaultMaxConnectSize, o.MaxMessageSize)
+	}
+	if o.MaxClientIDLength == 0 {
+		o.MaxClientIDLength = DefaultMaxClientIDLength
+	}
+	if o.MaxSessionExpiry == 0 {
+		o.MaxSessionExpiry = DefaultMaxSessionExpiry
+	}
+	if o.SessionQueueBytes == 0 {
+		o.SessionQueueBytes = max(DefaultSessionQueueBytes, o.MaxMessageSize)
+	}
+	if o.ReceiveMaximum == 0 {
+		o.ReceiveMaximum = DefaultReceiveMaximum
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	return o
+}
+
+// validate refuses options no configuration that passed config's checks can
+// produce; it guards callers that fill Options by hand.
+func (o Options) validate() error {
+	var errs []error
+	if o.Handler == nil {
+		errs = append(errs, errors.New("no Handler"))
+	}
+	if o.MinProtocolVersion != 4 && o.MinProtocolVersion != 5 {
+		errs = append(errs, fmt.Errorf("min protocol version %d: it is 4 (3.1.1) or 5", o.MinProtocolVersion))
+	}
+	if o.MaxConnections < 1 {
+		errs = append(errs, fmt.Errorf("max_connections %d: at least 1", o.MaxConnections))
+	}
+	if o.MaxConnectSize > o.MaxMessageSize {
+		errs = append(errs, fmt.Errorf("max_connect_size %d is larger than max_message_size %d", o.MaxConnectSize, o.MaxMessageSize))
+	}
+	if o.ReceiveMaximum < 1 || o.ReceiveMaximum > 65535 {
+		errs = append(errs, fmt.Errorf("receive maximum %d: from 1 to 65535", o.ReceiveMaximum))
+	}
+	names := map[string]bool{}
+	for _, d := range o.Doors {
+		if names[d.Name] {
+			errs = append(errs, fmt.Errorf("two doors named %q", d.Name))
+		}
+		names[d.Name] = true
+		switch d.Kind {
+		case KindTCP:
+			if d.Address == "" {
+				errs = append(errs, fmt.Errorf("door %s: no address", d.Name))
+			}
+		case KindUnix:
+			if d.Path == "" {
+				errs = append(errs, fmt.Errorf("door %s: no path", d.Name))
+			}
+		default:
+			errs = append(errs, fmt.Errorf("door %s: kind %q is not served by netloop", d.Name, d.Kind))
+		}
+	}
+	return errors.Join(errs...)
+}

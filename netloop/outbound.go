@@ -1,0 +1,115 @@
+package netloop
+
+import "sync"
+
+// outEntryCost is what one queued delivery's bookkeeping is charged beside its
+// message's bytes, so that many small messages cannot pass the bound.
+const outEntryCost = 64
+
+// outEntry is one delivery waiting to be written.
+type outEntry struct {
+	msg    *Message
+	qos    byte
+	retain bool
+}
+
+// outQueue holds the deliveries a connection has not yet handed to its
+// transport, in order, bounded in bytes (limits.session_queue_bytes). It is
+// the one piece of a connection other goroutines touch: any goroutine may
+// push, only the connection's loop pops.
+type outQueue struct {
+	mu      sync.Mutex
+	ring    []outEntry
+	head    int
+	n       int
+	bytes   int
+	limit   int
+	dropped uint64 // deliveries shed at the bound, for the log and metrics
+	closed  bool
+}
+
+// push queues e. Past the bound a QoS 0 delivery is shed; a QoS 1 delivery
+// makes room by shedding the oldest entries not yet written (RFC 0002
+// limits.session_queue_bytes: full means the oldest goes), and is itself
+// always queued when nothing else is, however large.
+func (q *outQueue) push(e outEntry) bool {
+	size := e.msg.Size()
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.closed {
+		return false
+	}
+	if q.bytes+size > q.limit && q.n > 0 {
+		if e.qos == 0 {
+			q.dropped++
+			return false
+		}
+		for q.n > 0 && q.bytes+size > q.limit {
+			old := q.popLocked()
+			q.bytes -= old.msg.Size()
+			q.dropped++
+		}
+	}
+	if q.n == len(q.ring) {
+		q.grow()
+	}
+	q.ring[(q.head+q.n)%len(q.ring)] = e
+	q.n++
+	q.bytes += size
+	return true
+}
+
+func (q *outQueue) grow() {
+	nr := make([]outEntry, max(8, 2*len(q.ring)))
+	for i := 0; i < q.n; i++ {
+		nr[i] = q.ring[(q.head+i)%len(q.ring)]
+	}
+	q.ring, q.head = nr, 0
+}
+
+func (q *outQueue) popLocked() outEntry {
+	e := q.ring[q.head]
+	q.ring[q.head] = outEntry{}
+	q.head = (q.head + 1) % len(q.ring)
+	q.n--
+	return e
+}
+
+// peek returns the oldest entry without removing it.
+func (q *outQueue) peek() (outEntry, bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.n == 0 {
+		return outEntry{}, false
+	}
+	return q.ring[q.head], true
+}
+
+// pop removes the oldest entry.
+func (q *outQueue) pop() {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.n == 0 {
+		return
+	}
+	e := q.popLocked()
+	q.bytes -= e.msg.Size()
+	if q.n == 0 && len(q.ring) > 64 {
+		q.ring, q.head = nil, 0 // give back what a burst grew
+	}
+}
+
+// pending reports whether anything waits.
+func (q *outQueue) pending() bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.n > 0
+}
+
+// close refuses every later push and forgets what waits.
+func (q *outQueue) close() {
+	q.mu.Lock()
+	q.closed = true
+	q.ring, q.head, q.n, q.bytes = nil, 0, 0, 0
+	q.mu.Unlock()
+}

@@ -1,0 +1,243 @@
+package netloop
+
+import (
+	"saguin/codec"
+	"saguin/codec/topic"
+)
+
+// onPacket handles one packet of a connected client.
+func (c *Conn) onPacket(h codec.Header, body []byte, sc *scratch) {
+	v := c.Version()
+	switch h.Type {
+	case codec.TypePublish:
+		c.onPublish(h, body, sc)
+	case codec.TypePuback, codec.TypePubrec, codec.TypePubrel, codec.TypePubcomp:
+		a := &sc.ack
+		if err := a.Decode(h, body, v); err != nil {
+			c.protocolFault(err, sc)
+			return
+		}
+		c.onAck(a, sc)
+	case codec.TypeSubscribe:
+		c.onSubscribe(h, body, sc)
+	case codec.TypeUnsubscribe:
+		c.onUnsubscribe(h, body, sc)
+	case codec.TypePingreq:
+		if len(body) != 0 || h.Flags != 0 {
+			c.protocolFault(&codec.Error{Code: codec.MalformedPacket, Rule: "PINGREQ carries flags or a body"}, sc)
+			return
+		}
+		sc.out = append(sc.out, 0xD0, 0x00)
+	case codec.TypeDisconnect:
+		c.onDisconnect(h, body, sc)
+	case codec.TypeConnect:
+		c.protocolFault(&codec.Error{Code: codec.ProtocolError, Rule: "a second CONNECT (MQTT-3.1.0-2)"}, sc)
+	case codec.TypeAuth:
+		if v == codec.Version5 {
+			c.protocolFault(&codec.Error{Code: codec.ProtocolError, Rule: "AUTH: no connection here has an authentication method"}, sc)
+			return
+		}
+		c.protocolFault(&codec.Error{Code: codec.MalformedPacket, Rule: "packet type 15 is reserved in MQTT 3.1.1"}, sc)
+	case 0:
+		c.protocolFault(&codec.Error{Code: codec.MalformedPacket, Rule: "packet type 0 is reserved"}, sc)
+	default:
+		c.protocolFault(&codec.Error{Code: codec.ProtocolError, Rule: h.Type.String() + " is not sent by a client"}, sc)
+	}
+}
+
+// protocolFault ends a connection over a packet that broke a rule: an MQTT 5
+// client is sent DISCONNECT with the rule's code, a 3.1.1 one is closed,
+// having no code to be told.
+func (c *Conn) protocolFault(err error, sc *scratch) {
+	code := codec.MalformedPacket
+	rule := err.Error()
+	if e := codec.AsError(err); e != nil {
+		code, rule = e.Code, e.Rule
+	}
+	c.logWarn("disconnected: protocol violation", "code", "0x"+hex2(byte(code)), "rule", rule)
+	c.flushScratch(sc) // answers already decided go first, in order
+	c.end(code, true, false)
+}
+
+// onPublish resolves the topic alias, applies the inbound window and hands
+// the publish to the handler, answering QoS 1 with PUBACK and QoS 2 with
+// PUBREC.
+func (c *Conn) onPublish(h codec.Header, body []byte, sc *scratch) {
+	v := c.Version()
+	p := &sc.publish
+	if err := p.Decode(h, body, v); err != nil {
+		c.protocolFault(err, sc)
+		return
+	}
+	if v == codec.Version5 && p.Properties.Present.Has(codec.PropTopicAlias) {
+		a := p.Properties.TopicAlias
+		if a > TopicAliasMaximum {
+			c.protocolFault(&codec.Error{Code: codec.TopicAliasInvalid, Rule: "Topic Alias above the advertised maximum of 16"}, sc)
+			return
+		}
+		if len(p.Topic) > 0 {
+			// Registering copies the topic: the read buffer is reused. Bounded
+			// at 16 x max_topic_length per connection (invariant 13).
+			c.aliases[a] = append(c.aliases[a][:0], p.Topic...)
+		} else if c.aliases[a] == nil {
+			c.protocolFault(&codec.Error{Code: codec.ProtocolError, Rule: "Topic Alias this connection never registered"}, sc)
+			return
+		} else {
+			p.Topic = c.aliases[a]
+		}
+	}
+	switch p.QoS {
+	case 0:
+		c.srv.opts.Handler.Publish(c, p)
+	case 1:
+		code := c.srv.opts.Handler.Publish(c, p)
+		if code.IsError() && v != codec.Version5 {
+			// 3.1.1's PUBACK has no code: a refusal closes the connection
+			// rather than acknowledging a discarded record (RFC 0002).
+			c.logWarn("closed: a 3.1.1 publish was refused", "code", "0x"+hex2(byte(code)), "topic", string(p.Topic))
+			c.flushScratch(sc)
+			c.end(0, false, false)
+			return
+		}
+		c.appendAck(sc, codec.TypePuback, p.PacketID, code)
+	case 2:
+		if _, held := c.heldQoS2[p.PacketID]; held {
+			// A resent PUBLISH of an exchange already owned: answer again,
+			// route nothing (MQTT 5 4.3.3).
+			c.appendAck(sc, codec.TypePubrec, p.PacketID, codec.Success)
+			return
+		}
+		if len(c.heldQoS2) >= c.srv.opts.ReceiveMaximum {
+			c.protocolFault(&codec.Error{Code: codec.ReceiveMaximumExceeded, Rule: "more QoS 2 exchanges unfinished than the Receive Maximum the CONNACK gave (MQTT-3.3.4-7)"}, sc)
+			return
+		}
+		code := c.srv.opts.Handler.Publish(c, p)
+		if code.IsError() {
+			if v != codec.Version5 {
+				c.logWarn("closed: a 3.1.1 publish was refused", "code", "0x"+hex2(byte(code)), "topic", string(p.Topic))
+				c.flushScratch(sc)
+				c.end(0, false, false)
+				return
+			}
+			c.appendAck(sc, codec.TypePubrec, p.PacketID, code)
+			return
+		}
+		if c.heldQoS2 == nil {
+			c.heldQoS2 = make(map[uint16]struct{})
+		}
+		c.heldQoS2[p.PacketID] = struct{}{}
+		c.appendAck(sc, codec.TypePubrec, p.PacketID, codec.Success)
+	}
+}
+
+// onAck handles the client's side of the QoS 1 and 2 exchanges.
+func (c *Conn) onAck(a *codec.Ack, sc *scratch) {
+	switch a.Type {
+	case codec.TypePuback, codec.TypePubcomp:
+		if f, ok := c.inflight[a.PacketID]; ok {
+			delete(c.inflight, a.PacketID)
+			c.inflightBytes -= f.size
+		}
+	case codec.TypePubrec:
+		f, ok := c.inflight[a.PacketID]
+		if !ok {
+			c.appendAck(sc, codec.TypePubrel, a.PacketID, codec.PacketIdentifierNotFound)
+			return
+		}
+		if a.ReasonCode.IsError() {
+			// The client refused the message: the exchange ends here.
+			delete(c.inflight, a.PacketID)
+			c.inflightBytes -= f.size
+			return
+		}
+		f.released = true
+		c.inflight[a.PacketID] = f
+		c.appendAck(sc, codec.TypePubrel, a.PacketID, codec.Success)
+	case codec.TypePubrel:
+		code := codec.Success
+		if _, held := c.heldQoS2[a.PacketID]; held {
+			delete(c.heldQoS2, a.PacketID)
+		} else {
+			code = codec.PacketIdentifierNotFound
+		}
+		c.appendAck(sc, codec.TypePubcomp, a.PacketID, code)
+	}
+	c.wake() // the window may have opened
+}
+
+func (c *Conn) appendAck(sc *scratch, t codec.Type, id uint16, code codec.ReasonCode) {
+	a := &sc.ack
+	a.Type, a.PacketID, a.ReasonCode = t, id, code
+	a.Properties.Reset()
+	sc.out = a.Append(sc.out, c.Version())
+}
+
+// onSubscribe answers each filter with the handler's code; a 3.1.1 client
+// sees 0x80 for every refusal.
+func (c *Conn) onSubscribe(h codec.Header, body []byte, sc *scratch) {
+	v := c.Version()
+	s := &sc.sub
+	if err := s.Decode(h, body, v); err != nil {
+		c.protocolFault(err, sc)
+		return
+	}
+	sa := &sc.suback
+	sa.PacketID = s.PacketID
+	sa.Properties.Reset()
+	sa.ReasonCodes = sa.ReasonCodes[:0]
+	for _, f := range s.Subscriptions {
+		if v != codec.Version5 && topic.ValidateFilter(string(f.Filter)) != nil {
+			// 3.1.1 has no code for a string that is not a filter at all.
+			c.protocolFault(&codec.Error{Code: codec.TopicFilterInvalid, Rule: "a 3.1.1 SUBSCRIBE carries a malformed filter (MQTT-4.7.1-1, -2)"}, sc)
+			return
+		}
+		code := c.srv.opts.Handler.Subscribe(c, f.Filter, SubscribeOptions{
+			QoS: f.QoS, NoLocal: f.NoLocal, RetainAsPublished: f.RetainAsPublished, RetainHandling: f.RetainHandling,
+		})
+		if v != codec.Version5 && code.IsError() {
+			code = codec.SubackFailure311
+		}
+		sa.ReasonCodes = append(sa.ReasonCodes, code)
+	}
+	sc.out = sa.Append(sc.out, v)
+}
+
+func (c *Conn) onUnsubscribe(h codec.Header, body []byte, sc *scratch) {
+	v := c.Version()
+	u := &sc.unsub
+	if err := u.Decode(h, body, v); err != nil {
+		c.protocolFault(err, sc)
+		return
+	}
+	ua := &sc.unsuback
+	ua.PacketID = u.PacketID
+	ua.Properties.Reset()
+	ua.ReasonCodes = ua.ReasonCodes[:0]
+	for _, f := range u.Filters {
+		ua.ReasonCodes = append(ua.ReasonCodes, c.srv.opts.Handler.Unsubscribe(c, f))
+	}
+	sc.out = ua.Append(sc.out, v)
+}
+
+// onDisconnect ends the connection at the client's word. MQTT 5 lets it change
+// its Session Expiry as it leaves, except from 0 to anything else, a protocol
+// error; a value above max_session_expiry is kept at the cap, untold (RFC
+// 0002 "max_session_expiry").
+func (c *Conn) onDisconnect(h codec.Header, body []byte, sc *scratch) {
+	v := c.Version()
+	d := &sc.disc
+	if err := d.Decode(h, body, v); err != nil {
+		c.protocolFault(err, sc)
+		return
+	}
+	if v == codec.Version5 && d.Properties.Present.Has(codec.PropSessionExpiry) {
+		if c.sessionExpiry == 0 && d.Properties.SessionExpiry != 0 {
+			c.protocolFault(&codec.Error{Code: codec.ProtocolError, Rule: "DISCONNECT sets a Session Expiry Interval on a session that had 0 (MQTT-3.14.2-2)"}, sc)
+			return
+		}
+		c.sessionExpiry = min(d.Properties.SessionExpiry, uint32(min(c.srv.opts.MaxSessionExpiry.Seconds(), 1<<32-1)))
+	}
+	c.logInfo("disconnected by the client", "reason", d.ReasonCode.String())
+	c.flushScratch(sc)
+	c.end(0, false, d.ReasonCode == codec.NormalDisconnection)
+}

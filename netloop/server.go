@@ -1,0 +1,280 @@
+package netloop
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/panjf2000/gnet/v2"
+)
+
+// tickInterval is how often the timer scan runs: connect_timeout, keepalive,
+// write_timeout and refilling a connection whose outbound bytes were capped.
+// Every timer here is therefore late by at most one tick.
+const tickInterval = 25 * time.Millisecond
+
+// Server runs the doors and every connection they admit.
+type Server struct {
+	opts  Options
+	log   *slog.Logger
+	adm   *admission
+	loop  *gnet.Client // the event loops; accept is ours (see acceptLoop)
+	doors []*listener
+
+	stopOnce sync.Once
+	stop     chan struct{} // closed when shutdown begins
+	wg       sync.WaitGroup
+
+	mu    sync.Mutex
+	conns map[*Conn]struct{}
+
+	now atomic.Int64 // the coarse clock the loops stamp activity with, unix nanoseconds
+}
+
+// New checks opts (after WithDefaults) and returns a Server that is not yet
+// listening.
+func New(opts Options) (*Server, error) {
+	opts = opts.WithDefaults()
+	if err := opts.validate(); err != nil {
+		return nil, fmt.Errorf("netloop: %w", err)
+	}
+	s := &Server{
+		opts:  opts,
+		log:   opts.Logger,
+		adm:   newAdmission(opts.MaxConnections),
+		stop:  make(chan struct{}),
+		conns: make(map[*Conn]struct{}),
+	}
+	s.now.Store(time.Now().UnixNano())
+	return s, nil
+}
+
+// Start opens every door or none: a broker never serves half its doors.
+func (s *Server) Start() error {
+	for _, d := range s.opts.Doors {
+		l, err := openDoor(d)
+		if err != nil {
+			for _, o := range s.doors {
+				o.close()
+			}
+			s.doors = nil
+			return err
+		}
+		s.doors = append(s.doors, l)
+	}
+	cli, err := gnet.NewClient(&events{s: s},
+		gnet.WithMulticore(true),
+		gnet.WithNumEventLoop(runtime.GOMAXPROCS(0)),
+		gnet.WithTCPNoDelay(gnet.TCPNoDelay),
+		gnet.WithLogger(gnetLogger{s.log}),
+	)
+	if err == nil {
+		err = cli.Start()
+	}
+	if err != nil {
+		for _, o := range s.doors {
+			o.close()
+		}
+		return fmt.Errorf("netloop: starting the event loops: %w", err)
+	}
+	s.loop = cli
+	for _, l := range s.doors {
+		s.log.Info("listening", "listener", l.door.Name, "address", l.addr().String())
+		s.wg.Add(1)
+		go s.acceptLoop(l)
+	}
+	s.wg.Add(1)
+	go s.ticker()
+	return nil
+}
+
+// Addr returns the bound address of the named door, or nil.
+func (s *Server) Addr(name string) net.Addr {
+	for _, l := range s.doors {
+		if l.door.Name == name {
+			return l.addr()
+		}
+	}
+	return nil
+}
+
+// Connections reports the max_connections slots held.
+func (s *Server) Connections() int { return s.adm.inUse() }
+
+// acceptLoop accepts on one door. The pacer runs before Accept, so a
+// connection over max_connect_rate stays in the kernel's accept queue.
+func (s *Server) acceptLoop(l *listener) {
+	defer s.wg.Done()
+	pacer := newAcceptPacer(s.opts.MaxConnectRate)
+	for {
+		if !pacer.take(s.stop) {
+			return
+		}
+		nc, err := l.ln.Accept()
+		if err != nil {
+			select {
+			case <-s.stop:
+				return
+			default:
+			}
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				continue
+			}
+			// EMFILE and friends: the process is out of descriptors. Back off
+			// rather than spin; the connection stays queued in the kernel.
+			s.log.Error("accept failed", "listener", l.door.Name, "error", err)
+			select {
+			case <-s.stop:
+				return
+			case <-time.After(100 * time.Millisecond):
+			}
+			continue
+		}
+		s.arrive(l, nc)
+	}
+}
+
+// arrive applies admission to a socket just accepted.
+func (s *Server) arrive(l *listener, nc net.Conn) {
+	arrivedAt := time.Now()
+	switch a, w := s.adm.arrive(); a {
+	case admitted:
+		s.enroll(l, nc, arrivedAt)
+	case queued:
+		s.wg.Add(1)
+		go s.overflow(l, nc, w, arrivedAt)
+	default:
+		// The budget is full (or the broker is stopping): nothing read,
+		// nothing written.
+		nc.Close()
+	}
+}
+
+// overflow is one socket in the budget: it waits up to 50 ms for a slot; with
+// none, it is answered Server busy if it sends the opening of a CONNECT, and
+// is closed within 100 ms of arriving, or connect_timeout where that is sooner.
+func (s *Server) overflow(l *listener, nc net.Conn, w *waiter, arrivedAt time.Time) {
+	defer s.wg.Done()
+	limit := min(overflowClose, s.opts.ConnectTimeout)
+	if s.adm.wait(w, min(overflowWait, limit), s.stop) {
+		s.enroll(l, nc, arrivedAt)
+		return
+	}
+	select {
+	case <-s.stop:
+	default:
+		answerBusy(nc, arrivedAt.Add(limit))
+	}
+	nc.Close()
+	s.adm.leave()
+}
+
+// enroll hands an admitted socket to the event loops with a fresh Conn.
+func (s *Server) enroll(l *listener, nc net.Conn, arrivedAt time.Time) {
+	t := &gnetTransport{remote: nc.RemoteAddr().String()}
+	c := newConn(s, t, l.door.Name, arrivedAt)
+	t.conn = c
+	s.mu.Lock()
+	s.conns[c] = struct{}{}
+	s.mu.Unlock()
+	gc, err := s.loop.EnrollContext(nc, t)
+	if err != nil {
+		s.log.Error("handing a connection to the event loop failed", "listener", l.door.Name, "error", err)
+		nc.Close()
+		c.slotRelease()
+		s.forget(c)
+	}
+	_ = gc // the transport learns its gnet.Conn in OnOpen
+}
+
+func (s *Server) forget(c *Conn) {
+	s.mu.Lock()
+	delete(s.conns, c)
+	s.mu.Unlock()
+}
+
+// ticker runs the timers of every connection; see Conn.tick.
+func (s *Server) ticker() {
+	defer s.wg.Done()
+	t := time.NewTicker(tickInterval)
+	defer t.Stop()
+	var batch []*Conn
+	for {
+		select {
+		case <-s.stop:
+			return
+		case now := <-t.C:
+			s.now.Store(now.UnixNano())
+			batch = batch[:0]
+			s.mu.Lock()
+			for c := range s.conns {
+				batch = append(batch, c)
+			}
+			s.mu.Unlock()
+			for _, c := range batch {
+				c.tick(now.UnixNano())
+			}
+			clear(batch)
+		}
+	}
+}
+
+// Shutdown stops the broker's doors: admission ends, every door closes, MQTT 5
+// clients are sent DISCONNECT 0x8B and 3.1.1 connections are closed; then it
+// waits for every connection to end (or ctx) and stops the event loops.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.stopOnce.Do(func() {
+		s.adm.stop()
+		close(s.stop)
+		for _, l := range s.doors {
+			l.close()
+		}
+	})
+	s.mu.Lock()
+	all := make([]*Conn, 0, len(s.conns))
+	for c := range s.conns {
+		all = append(all, c)
+	}
+	s.mu.Unlock()
+	for _, c := range all {
+		c.Kick(0x8B) // Server shutting down
+	}
+	var err error
+	for err == nil {
+		s.mu.Lock()
+		n := len(s.conns)
+		s.mu.Unlock()
+		if n == 0 {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			err = fmt.Errorf("netloop: %d connections still open at shutdown: %w", n, ctx.Err())
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+	s.wg.Wait()
+	if s.loop != nil {
+		if e := s.loop.Stop(); e != nil && err == nil {
+			err = fmt.Errorf("netloop: stopping the event loops: %w", e)
+		}
+	}
+	return err
+}
+
+// gnetLogger sends gnet's own lines to slog at debug, where an operator
+// reading why a connection failed can still find them.
+type gnetLogger struct{ l *slog.Logger }
+
+func (g gnetLogger) Debugf(f string, a ...any) { g.l.Debug(fmt.Sprintf(f, a...), "component", "gnet") }
+func (g gnetLogger) Infof(f string, a ...any)  { g.l.Debug(fmt.Sprintf(f, a...), "component", "gnet") }
+func (g gnetLogger) Warnf(f string, a ...any)  { g.l.Debug(fmt.Sprintf(f, a...), "component", "gnet") }
+func (g gnetLogger) Errorf(f string, a ...any) { g.l.Error(fmt.Sprintf(f, a...), "component", "gnet") }
+func (g gnetLogger) Fatalf(f string, a ...any) { g.l.Error(fmt.Sprintf(f, a...), "component", "gnet") }
