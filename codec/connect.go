@@ -92,6 +92,9 @@ func (p *Connect) Decode(h Header, body []byte, _ uint8) error {
 		if err := p.Properties.decode(&r, ctxConnect); err != nil {
 			return err
 		}
+		if p.Properties.Present.Has(PropAuthData) && !p.Properties.Present.Has(PropAuthMethod) {
+			return protocol("CONNECT carries Authentication Data without an Authentication Method (MQTT 5 3.1.2.11.10)")
+		}
 	}
 	if p.ClientID, err = r.utf8("CONNECT client identifier"); err != nil {
 		return err
