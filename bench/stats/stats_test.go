@@ -1,6 +1,7 @@
 package stats
 
 import (
+	"encoding/json"
 	"math"
 	"sync"
 	"testing"
@@ -122,5 +123,19 @@ func BenchmarkHistogramRecord(b *testing.B) {
 	b.ReportAllocs()
 	for i := 0; b.Loop(); i++ {
 		h.Record(time.Duration(i))
+	}
+}
+
+func TestSummaryWithoutRunsEncodesAsNullAndReadsBack(t *testing.T) {
+	raw, err := json.Marshal(Summarize(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(raw) != `{"median":null,"min":null,"max":null,"n":0}` {
+		t.Fatalf("encoded %s", raw)
+	}
+	var back Summary
+	if err := json.Unmarshal(raw, &back); err != nil || !math.IsNaN(back.Median) {
+		t.Fatalf("read back %+v, %v", back, err)
 	}
 }

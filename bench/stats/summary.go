@@ -4,6 +4,7 @@
 package stats
 
 import (
+	"encoding/json"
 	"math"
 	"slices"
 )
@@ -52,4 +53,41 @@ func PairRatios(a, b []float64) []float64 {
 		out = append(out, a[i]/b[i])
 	}
 	return out
+}
+
+// summaryJSON is Summary with room for null: JSON has no NaN.
+type summaryJSON struct {
+	Median *float64 `json:"median"`
+	Min    *float64 `json:"min"`
+	Max    *float64 `json:"max"`
+	N      int      `json:"n"`
+}
+
+func finite(x float64) *float64 {
+	if math.IsNaN(x) || math.IsInf(x, 0) {
+		return nil
+	}
+	return &x
+}
+
+func orNaN(x *float64) float64 {
+	if x == nil {
+		return math.NaN()
+	}
+	return *x
+}
+
+// MarshalJSON writes a figure no run produced (NaN) as null.
+func (s Summary) MarshalJSON() ([]byte, error) {
+	return json.Marshal(summaryJSON{Median: finite(s.Median), Min: finite(s.Min), Max: finite(s.Max), N: s.N})
+}
+
+// UnmarshalJSON reads null back as NaN.
+func (s *Summary) UnmarshalJSON(b []byte) error {
+	var j summaryJSON
+	if err := json.Unmarshal(b, &j); err != nil {
+		return err
+	}
+	*s = Summary{Median: orNaN(j.Median), Min: orNaN(j.Min), Max: orNaN(j.Max), N: j.N}
+	return nil
 }

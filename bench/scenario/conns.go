@@ -1,0 +1,60 @@
+package scenario
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"saguin/bench/loadgen"
+	"saguin/bench/proc"
+)
+
+func idleConns(n int) Case {
+	return Case{
+		Name:     fmt.Sprintf("conns/%d", n),
+		Scenario: "conns",
+		Measures: fmt.Sprintf("%d MQTT 5 connections opened (TCP connect, CONNECT, CONNACK, a few dials at a time) and then held idle for the window; resident memory a connection, and connections a second", n),
+		Metrics: []Metric{
+			{Key: "rss_per_conn_kib", Label: "RSS per connection", Unit: "KiB", Better: LowerIsBetter},
+			{Key: "connects_per_s", Label: "connect rate", Unit: "/s", Better: HigherIsBetter},
+			{Key: "rss_idle_mib", Label: "RSS holding them", Unit: "MiB", Better: LowerIsBetter},
+		},
+		run: func(ctx context.Context, e *Env) (Values, error) { return runConns(ctx, e, n) },
+	}
+}
+
+// runConns needs no warm-up: what it measures is the opening itself and
+// what the open connections then cost. The window covers both, so the
+// broker's CPU seconds are those of accepting them.
+func runConns(ctx context.Context, e *Env, n int) (Values, error) {
+	before, err := proc.RSS(e.Pid)
+	if err != nil {
+		return nil, err
+	}
+	if err := e.beginWindow(); err != nil {
+		return nil, err
+	}
+	start := time.Now()
+	conns, err := dialMany(ctx, n, e.Profile.ConnectConcurrency, "idle", loadgen.Options{Addr: e.Addr, ReadBuffer: 512}, nil)
+	if err != nil {
+		return nil, err
+	}
+	defer closeAll(conns)
+	opening := time.Since(start)
+	if err := pause(ctx, e.Profile.Window); err != nil {
+		return nil, err
+	}
+	holding, err := proc.RSS(e.Pid)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := e.endWindow(); err != nil {
+		return nil, err
+	}
+	growth := float64(holding) - float64(before)
+	return Values{
+		"rss_per_conn_kib": growth / float64(n) / 1024,
+		"connects_per_s":   perSecond(uint64(n), opening),
+		"rss_idle_mib":     float64(holding) / mib,
+	}, nil
+}

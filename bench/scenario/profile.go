@@ -1,0 +1,92 @@
+package scenario
+
+import (
+	"fmt"
+	"time"
+)
+
+// Profile sets how long and how large every case runs.
+type Profile struct {
+	Name        string
+	Warmup      time.Duration // load runs this long before the window opens
+	Window      time.Duration // the measured window
+	Repetitions int           // runs of each case on each broker
+
+	PubQ1Conns         []int // pub-q1 sizes: connections each waiting for its PUBACK
+	FanoutSubscribers  []int // fanout-q0/q1 sizes
+	FanoutDeliveries   int   // deliveries a second the fan-out publisher aims at: its rate is this over the subscribers
+	LatencyRate        int   // latency-q1 publishes a second
+	IdleConns          []int // conns sizes
+	SlowRate           int   // slow-subscriber publishes a second
+	SlowPayload        int   // slow-subscriber payload bytes
+	SlowFill           time.Duration
+	FaninPublishers    int
+	FaninPayload       int
+	DrainTimeout       time.Duration // how long stragglers may take to arrive once publishing stops
+	ConnectConcurrency int           // dials in flight at once in the conns scenario
+}
+
+// Profiles are the three the harness ships: smoke proves the harness works
+// (CI, one repetition, small sizes), short is `make bench` (a few minutes on
+// two cores), full is `make bench-full`.
+var Profiles = map[string]Profile{
+	"smoke": {
+		Name: "smoke", Warmup: 200 * time.Millisecond, Window: 500 * time.Millisecond, Repetitions: 1,
+		PubQ1Conns: []int{1, 8}, FanoutSubscribers: []int{100}, FanoutDeliveries: 20000,
+		LatencyRate: 1000, IdleConns: []int{1000}, SlowRate: 1000, SlowPayload: 1024, SlowFill: 500 * time.Millisecond,
+		FaninPublishers: 8, FaninPayload: 128, DrainTimeout: 5 * time.Second, ConnectConcurrency: 32,
+	},
+	"short": {
+		Name: "short", Warmup: 500 * time.Millisecond, Window: 2 * time.Second, Repetitions: 3,
+		PubQ1Conns: []int{1, 8, 32, 256}, FanoutSubscribers: []int{100, 1000}, FanoutDeliveries: 50000,
+		LatencyRate: 1000, IdleConns: []int{1000, 10000}, SlowRate: 1000, SlowPayload: 1024, SlowFill: 3 * time.Second,
+		FaninPublishers: 8, FaninPayload: 128, DrainTimeout: 10 * time.Second, ConnectConcurrency: 32,
+	},
+	"full": {
+		Name: "full", Warmup: 3 * time.Second, Window: 10 * time.Second, Repetitions: 5,
+		PubQ1Conns: []int{1, 8, 32, 256}, FanoutSubscribers: []int{100, 1000}, FanoutDeliveries: 100000,
+		LatencyRate: 1000, IdleConns: []int{1000, 10000}, SlowRate: 1000, SlowPayload: 1024, SlowFill: 6 * time.Second,
+		FaninPublishers: 8, FaninPayload: 128, DrainTimeout: 20 * time.Second, ConnectConcurrency: 32,
+	},
+}
+
+// Cases lists every case of the profile, in the order they run and print.
+func Cases(p Profile) []Case {
+	cs := []Case{faninQ0(p)}
+	for _, n := range p.PubQ1Conns {
+		cs = append(cs, pubQ1(n))
+	}
+	for _, qos := range []uint8{0, 1} {
+		for _, n := range p.FanoutSubscribers {
+			cs = append(cs, fanout(p, qos, n))
+		}
+	}
+	cs = append(cs, latencyQ1(p))
+	for _, n := range p.IdleConns {
+		cs = append(cs, idleConns(n))
+	}
+	cs = append(cs, slowSubscriber(p))
+	return cs
+}
+
+// Select keeps the cases whose name or scenario is in names; all of them
+// when names is empty.
+func Select(cases []Case, names []string) ([]Case, error) {
+	if len(names) == 0 {
+		return cases, nil
+	}
+	var out []Case
+	for _, n := range names {
+		found := false
+		for _, c := range cases {
+			if c.Name == n || c.Scenario == n {
+				out = append(out, c)
+				found = true
+			}
+		}
+		if !found {
+			return nil, fmt.Errorf("no scenario or case named %q", n)
+		}
+	}
+	return out, nil
+}

@@ -1,0 +1,82 @@
+package scenario
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"saguin/bench/loadgen"
+	"saguin/bench/stats"
+)
+
+const pubQ1Payload = 128
+
+func pubQ1(conns int) Case {
+	return Case{
+		Name:     fmt.Sprintf("pub-q1/%d", conns),
+		Scenario: "pub-q1",
+		Measures: fmt.Sprintf("%d connection(s), each publishing %d-byte QoS 1 messages and waiting for the PUBACK before the next, nobody subscribed; PUBACKs a second", conns, pubQ1Payload),
+		Metrics: []Metric{
+			{Key: "pubacks_per_s", Label: "PUBACKs", Unit: "/s", Better: HigherIsBetter},
+			{Key: "rtt_p50_ms", Label: "round trip p50", Unit: "ms", Better: LowerIsBetter},
+			{Key: "rtt_p99_ms", Label: "round trip p99", Unit: "ms", Better: LowerIsBetter},
+		},
+		run: func(ctx context.Context, e *Env) (Values, error) { return runPubQ1(ctx, e, conns) },
+	}
+}
+
+func runPubQ1(ctx context.Context, e *Env, n int) (Values, error) {
+	var rtt stats.Histogram
+	conns, err := dialMany(ctx, n, e.Profile.ConnectConcurrency, "pubq1", loadgen.Options{Addr: e.Addr, ReadBuffer: 4 << 10, AckLatency: &rtt}, nil)
+	if err != nil {
+		return nil, err
+	}
+	defer closeAll(conns)
+	load, stop := context.WithCancel(ctx)
+	defer stop()
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	for i, c := range conns {
+		c.Start(1)
+		topic := fmt.Appendf(nil, "bench/pubq1/%d", i)
+		payload := make([]byte, pubQ1Payload)
+		wg.Go(func() {
+			for {
+				if err := c.PublishQoS1(load, topic, payload); err != nil {
+					if !isStopped(err) {
+						errs <- err
+					}
+					return
+				}
+			}
+		})
+	}
+	acked := func() (sum uint64) {
+		for _, c := range conns {
+			sum += c.Acked()
+		}
+		return sum
+	}
+	var a0 uint64
+	v := Values{}
+	err = e.measure(ctx, func() { a0 = acked(); rtt.Reset() }, func(elapsed time.Duration) {
+		v["pubacks_per_s"] = perSecond(acked()-a0, elapsed)
+		v["rtt_p50_ms"] = ms(rtt.Quantile(0.50))
+		v["rtt_p99_ms"] = ms(rtt.Quantile(0.99))
+	})
+	stop()
+	wg.Wait()
+	if err != nil {
+		return nil, err
+	}
+	select {
+	case err := <-errs:
+		return nil, fmt.Errorf("publisher: %w", err)
+	default:
+	}
+	if err := firstError(conns); err != nil {
+		return nil, err
+	}
+	return v, nil
+}
