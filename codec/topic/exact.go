@@ -68,8 +68,9 @@ func Compare(a, b string) int {
 // the backtracking the wildcards in the table make necessary. A Table is not
 // safe for concurrent Add; concurrent Lookups on a Table nobody adds to are.
 type Table[V any] struct {
-	root node[V]
-	n    int
+	root    node[V]
+	n       int
+	entries []entry[V]
 }
 
 type node[V any] struct {
@@ -103,6 +104,7 @@ func (t *Table[V]) Add(filter string, value V) error {
 	}
 	n.set, n.filter, n.value = true, filter, value
 	t.n++
+	t.entries = append(t.entries, entry[V]{filter, value})
 	return nil
 }
 
