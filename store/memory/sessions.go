@@ -1,0 +1,358 @@
+package memory
+
+import (
+	"fmt"
+	"sort"
+	"sync"
+
+	"saguin/store"
+	"time"
+)
+
+// sessState is one stored session with its window and broadcast-log cursor.
+type sessState struct {
+	s         store.Session
+	inflight  []store.InFlight
+	cursor    uint64
+	hasCursor bool
+	size      int64
+}
+
+// groupState is a shared group's cursor and the deliveries returned to it.
+type groupState struct {
+	cursor   uint64
+	returned []uint64
+}
+
+// sessionStore keeps sessions, shared groups and the broadcast log. Its lock
+// is taken before the log's when both are needed.
+type sessionStore struct {
+	p   *Provider
+	log *bcastLog
+
+	mu       sync.Mutex
+	sessions map[string]*sessState
+	groups   map[string]*groupState
+}
+
+func newSessionStore(p *Provider) *sessionStore {
+	return &sessionStore{p: p, log: newBcastLog(p), sessions: map[string]*sessState{}, groups: map[string]*groupState{}}
+}
+
+// sessionsState is the sessions and the log as a snapshot holds them.
+type sessionsState struct {
+	log      channelData // records (with bcast meta), holds; next/floor
+	meta     []bcastMeta // parallel to log.records
+	cursors  map[string]uint64
+	sessions []sessionData
+	groups   map[string]*groupState
+}
+
+type sessionData struct {
+	s        store.Session
+	inflight []store.InFlight
+}
+
+type bcastMeta struct {
+	forShares bool
+	owedTo    string
+}
+
+// restore loads sessions and their log, applying the checks notes-0004 gives
+// for reading the pair: an in-flight entry behind its session's cursor is
+// dropped unless a shared group handed it over; one at or beyond the log's
+// next, or a window larger than its Receive Maximum, is refused.
+func (s *sessionStore) restore(st *sessionsState) error {
+	s.log.restore(st)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, sd := range st.sessions {
+		ss := &sessState{s: sd.s}
+		if c, ok := st.cursors[sd.s.ClientID]; ok {
+			ss.cursor, ss.hasCursor = c, true
+		}
+		if sd.s.ReceiveMaximum > 0 && len(sd.inflight) > int(sd.s.ReceiveMaximum) {
+			return fmt.Errorf("session %q: %d messages in flight, window %d: %w", sd.s.ClientID, len(sd.inflight), sd.s.ReceiveMaximum, store.ErrCorrupt)
+		}
+		for _, f := range sd.inflight {
+			if f.Offset >= st.log.next {
+				return fmt.Errorf("session %q: in-flight offset %d is at or beyond the broadcast log's next %d: %w", sd.s.ClientID, f.Offset, st.log.next, store.ErrCorrupt)
+			}
+			if ss.hasCursor && f.Offset < ss.cursor && f.ShareGroup == "" {
+				continue
+			}
+			ss.inflight = append(ss.inflight, f)
+		}
+		ss.size = store.SessionSize(&ss.s)
+		s.p.chargeRelief(ss.size)
+		s.sessions[sd.s.ClientID] = ss
+	}
+	for g, gs := range st.groups {
+		s.groups[g] = gs
+	}
+	return nil
+}
+
+// Put implements store.Sessions.
+func (s *sessionStore) Put(sess store.Session) error {
+	size := store.SessionSize(&sess)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ss, ok := s.sessions[sess.ClientID]
+	var old int64
+	if ok {
+		old = ss.size
+	}
+	if delta := size - old; delta > 0 {
+		if err := s.p.charge(delta); err != nil {
+			return fmt.Errorf("session %q: %w", sess.ClientID, err)
+		}
+	} else {
+		s.p.refund(-delta)
+	}
+	if !ok {
+		ss = &sessState{cursor: s.log.Next(), hasCursor: true}
+		s.sessions[sess.ClientID] = ss
+	}
+	ss.s = sess
+	ss.size = size
+	return nil
+}
+
+// Get implements store.Sessions.
+func (s *sessionStore) Get(clientID string) (store.Session, bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ss, ok := s.sessions[clientID]
+	if !ok {
+		return store.Session{}, false, nil
+	}
+	return ss.s, true, nil
+}
+
+// All implements store.Sessions.
+func (s *sessionStore) All() ([]store.Session, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]store.Session, 0, len(s.sessions))
+	for _, ss := range s.sessions {
+		out = append(out, ss.s)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ClientID < out[j].ClientID })
+	return out, nil
+}
+
+// SetDisconnected implements store.Sessions.
+func (s *sessionStore) SetDisconnected(clientID string, at time.Time) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ss, ok := s.sessions[clientID]
+	if !ok {
+		return fmt.Errorf("session %q: %w", clientID, store.ErrNotFound)
+	}
+	ss.s.DisconnectedAt = at
+	return nil
+}
+
+// End implements store.Sessions.
+func (s *sessionStore) End(clientID string, returned []store.Returned) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ss, ok := s.sessions[clientID]
+	if !ok {
+		return fmt.Errorf("session %q: %w", clientID, store.ErrNotFound)
+	}
+	delete(s.sessions, clientID)
+	s.p.refund(ss.size)
+	for _, r := range returned {
+		g := s.groups[r.Group]
+		if g == nil {
+			g = &groupState{}
+			s.groups[r.Group] = g
+		}
+		g.returned = append(g.returned, r.Offset)
+	}
+	// A group leaves with the last session holding its filter.
+	for _, sub := range ss.s.Subscriptions {
+		if sub.ShareGroup == "" || s.groupHeldLocked(sub.ShareGroup) {
+			continue
+		}
+		delete(s.groups, sub.ShareGroup)
+	}
+	return nil
+}
+
+func (s *sessionStore) groupHeldLocked(group string) bool {
+	for _, ss := range s.sessions {
+		for _, sub := range ss.s.Subscriptions {
+			if sub.ShareGroup == group {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// InFlight implements store.Sessions.
+func (s *sessionStore) InFlight(clientID string) ([]store.InFlight, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ss, ok := s.sessions[clientID]
+	if !ok {
+		return nil, fmt.Errorf("session %q: %w", clientID, store.ErrNotFound)
+	}
+	return append([]store.InFlight(nil), ss.inflight...), nil
+}
+
+// AddInFlight implements store.Sessions.
+func (s *sessionStore) AddInFlight(clientID string, entries []store.InFlight) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ss, ok := s.sessions[clientID]
+	if !ok {
+		return fmt.Errorf("session %q: %w", clientID, store.ErrNotFound)
+	}
+	ss.inflight = append(ss.inflight, entries...)
+	sort.SliceStable(ss.inflight, func(i, j int) bool { return ss.inflight[i].Offset < ss.inflight[j].Offset })
+	return nil
+}
+
+// MarkReleased implements store.Sessions.
+func (s *sessionStore) MarkReleased(clientID string, key store.InFlightKey) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ss, ok := s.sessions[clientID]
+	if !ok {
+		return fmt.Errorf("session %q: %w", clientID, store.ErrNotFound)
+	}
+	for i := range ss.inflight {
+		if ss.inflight[i].PacketID == key.PacketID && ss.inflight[i].Offset == key.Offset {
+			ss.inflight[i].Released = true
+			return nil
+		}
+	}
+	return fmt.Errorf("session %q: in-flight %d@%d: %w", clientID, key.PacketID, key.Offset, store.ErrNotFound)
+}
+
+// Ack implements store.Sessions: the entries and the cursor move together.
+func (s *sessionStore) Ack(clientID string, keys []store.InFlightKey, cursor uint64) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ss, ok := s.sessions[clientID]
+	if !ok {
+		return fmt.Errorf("session %q: %w", clientID, store.ErrNotFound)
+	}
+	kept := ss.inflight[:0]
+	for _, f := range ss.inflight {
+		acked := false
+		for _, k := range keys {
+			if f.PacketID == k.PacketID && f.Offset == k.Offset {
+				acked = true
+				break
+			}
+		}
+		if !acked {
+			kept = append(kept, f)
+		}
+	}
+	clear(ss.inflight[len(kept):])
+	ss.inflight = kept
+	ss.cursor, ss.hasCursor = cursor, true
+	return nil
+}
+
+// Cursor implements store.Sessions.
+func (s *sessionStore) Cursor(clientID string) (uint64, bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ss, ok := s.sessions[clientID]
+	if !ok || !ss.hasCursor {
+		return 0, false, nil
+	}
+	return ss.cursor, true, nil
+}
+
+// Log implements store.Sessions.
+func (s *sessionStore) Log() store.BroadcastLog { return s.log }
+
+// GroupCursor implements store.Sessions.
+func (s *sessionStore) GroupCursor(group string) (uint64, bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	g, ok := s.groups[group]
+	if !ok {
+		return 0, false, nil
+	}
+	return g.cursor, true, nil
+}
+
+// SaveGroupCursor implements store.Sessions.
+func (s *sessionStore) SaveGroupCursor(group string, cursor uint64) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	g := s.groups[group]
+	if g == nil {
+		g = &groupState{}
+		s.groups[group] = g
+	}
+	g.cursor = cursor
+	return nil
+}
+
+// Returned implements store.Sessions.
+func (s *sessionStore) Returned(group string) ([]store.Returned, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	g, ok := s.groups[group]
+	if !ok {
+		return nil, nil
+	}
+	out := make([]store.Returned, 0, len(g.returned))
+	for _, o := range g.returned {
+		out = append(out, store.Returned{Group: group, Offset: o})
+	}
+	return out, nil
+}
+
+// TakeReturned implements store.Sessions.
+func (s *sessionStore) TakeReturned(group string, offset uint64) (bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	g, ok := s.groups[group]
+	if !ok {
+		return false, nil
+	}
+	for i, o := range g.returned {
+		if o == offset {
+			g.returned = append(g.returned[:i], g.returned[i+1:]...)
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// copyOut copies sessions, groups and the log for a snapshot.
+func (s *sessionStore) copyOut() *sessionsState {
+	s.mu.Lock()
+	st := &sessionsState{cursors: map[string]uint64{}, groups: map[string]*groupState{}}
+	ids := make([]string, 0, len(s.sessions))
+	for id := range s.sessions {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	for _, id := range ids {
+		ss := s.sessions[id]
+		st.sessions = append(st.sessions, sessionData{s: ss.s, inflight: append([]store.InFlight(nil), ss.inflight...)})
+		if ss.hasCursor {
+			st.cursors[id] = ss.cursor
+		}
+	}
+	for g, gs := range s.groups {
+		st.groups[g] = &groupState{cursor: gs.cursor, returned: append([]uint64(nil), gs.returned...)}
+	}
+	s.mu.Unlock()
+	s.log.copyOut(st)
+	return st
+}
+
+var _ store.Sessions = (*sessionStore)(nil)
