@@ -24,14 +24,14 @@ func (p *Ack) Decode(h Header, body []byte, version uint8) error {
 	name := h.Type.String()
 	r := reader{b: body}
 	var err error
-	if p.PacketID, err = r.uint16(name + " packet identifier"); err != nil {
-		return err
+	if p.PacketID, err = r.uint16("packet identifier"); err != nil {
+		return prefixRule(name, err)
 	}
 	if p.PacketID == 0 {
 		return protocol(name + " has packet identifier 0 (MQTT-2.2.1-3)")
 	}
 	if version == Version5 && r.remaining() > 0 {
-		code, _ := r.byte1(name + " reason code")
+		code, _ := r.byte1("reason code")
 		p.ReasonCode = ReasonCode(code)
 		allowed := &pubackCodes
 		if h.Type == TypePubrel || h.Type == TypePubcomp {
@@ -42,7 +42,7 @@ func (p *Ack) Decode(h Header, body []byte, version uint8) error {
 		}
 		if r.remaining() > 0 {
 			if err := p.Properties.decode(&r, ctxPuback); err != nil {
-				return err
+				return prefixRule(name, err)
 			}
 		}
 	}

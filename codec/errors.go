@@ -65,3 +65,11 @@ func ReturnCode311(e *Error) ReasonCode {
 // RuleUserNameUTF8 is the Rule of the refusal of a CONNECT whose user name is
 // not well-formed UTF-8: 0x81 under MQTT 5, return code 0x04 under 3.1.1.
 const RuleUserNameUTF8 = "CONNECT user name is not well-formed UTF-8 (MQTT-1.5.4-1)"
+
+// prefixRule names the packet or part an inner refusal happened in.
+func prefixRule(where string, err error) error {
+	if e, ok := err.(*Error); ok {
+		return &Error{Code: e.Code, Rule: where + " " + e.Rule}
+	}
+	return err
+}

@@ -120,15 +120,16 @@ func (r *reader) varint(field string) (uint32, error) {
 
 // binary reads two-byte-length-prefixed bytes, aliasing the body.
 func (r *reader) binary(field string) ([]byte, error) {
-	n, err := r.uint16(field + " length")
-	if err != nil {
-		return nil, err
+	if len(r.b)-r.off < 2 {
+		return nil, runsPast(field + " length")
 	}
-	if len(r.b)-r.off < int(n) {
+	n := int(r.b[r.off])<<8 | int(r.b[r.off+1])
+	r.off += 2
+	if len(r.b)-r.off < n {
 		return nil, runsPast(field)
 	}
-	v := r.b[r.off : r.off+int(n) : r.off+int(n)]
-	r.off += int(n)
+	v := r.b[r.off : r.off+n : r.off+n]
+	r.off += n
 	return v, nil
 }
 

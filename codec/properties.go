@@ -163,10 +163,12 @@ const maxVarint = 268435455
 // (0x82).
 func (p *Properties) decode(r *reader, ctx propContext) error {
 	p.Reset()
+	// Field names are joined with the packet's name only on a refusal, so
+	// that reading properties allocates nothing.
 	where := ctxNames[ctx]
-	n, err := r.varint(where + " property length")
+	n, err := r.varint("property length")
 	if err != nil {
-		return err
+		return prefixRule(where, err)
 	}
 	if int(n) > r.remaining() {
 		return runsPast(where + " properties")
@@ -175,9 +177,9 @@ func (p *Properties) decode(r *reader, ctx propContext) error {
 	pr := reader{b: r.b[:end], off: r.off}
 	allowed := allowedProps[ctx]
 	for pr.off < end {
-		idv, err := pr.varint(where + " property identifier")
+		idv, err := pr.varint("property identifier")
 		if err != nil {
-			return err
+			return prefixRule(where, err)
 		}
 		if idv > 0x3F || !allowed.Has(PropID(idv)) {
 			if idv <= 0x3F && allKnown.Has(PropID(idv)) {
@@ -191,16 +193,16 @@ func (p *Properties) decode(r *reader, ctx propContext) error {
 			return protocol(where + " carries " + id.String() + " more than once (MQTT 5 2.2.2.2)")
 		}
 		p.Present.Set(id)
-		if err := p.decodeOne(&pr, id, where); err != nil {
-			return err
+		if err := p.decodeOne(&pr, id); err != nil {
+			return prefixRule(where, err)
 		}
 	}
 	r.off = end
 	return nil
 }
 
-func (p *Properties) decodeOne(r *reader, id PropID, where string) error {
-	field := where + " " + id.String()
+func (p *Properties) decodeOne(r *reader, id PropID) error {
+	field := id.String()
 	var err error
 	switch id {
 	case PropPayloadFormat:
@@ -278,10 +280,10 @@ func (p *Properties) decodeOne(r *reader, id PropID, where string) error {
 		}
 	case PropUserProperty:
 		var k, v []byte
-		if k, err = r.utf8(field + " name"); err != nil {
+		if k, err = r.utf8("User Property name"); err != nil {
 			return err
 		}
-		if v, err = r.utf8(field + " value"); err != nil {
+		if v, err = r.utf8("User Property value"); err != nil {
 			return err
 		}
 		p.User = append(p.User, UserProperty{Key: k, Value: v})
@@ -316,7 +318,7 @@ var allKnown = propSet(PropPayloadFormat, PropMessageExpiry, PropContentType, Pr
 	PropTopicAlias, PropMaximumQoS, PropRetainAvailable, PropUserProperty, PropMaximumPacketSize,
 	PropWildcardSubAvailable, PropSubIDAvailable, PropSharedSubAvailable)
 
-var propNames = map[PropID]string{
+var propNames = [64]string{
 	PropPayloadFormat: "Payload Format Indicator", PropMessageExpiry: "Message Expiry Interval",
 	PropContentType: "Content Type", PropResponseTopic: "Response Topic", PropCorrelationData: "Correlation Data",
 	PropSubscriptionID: "Subscription Identifier", PropSessionExpiry: "Session Expiry Interval",
@@ -335,8 +337,8 @@ var propNames = map[PropID]string{
 
 // String returns the property's MQTT 5 name.
 func (id PropID) String() string {
-	if s, ok := propNames[id]; ok {
-		return s
+	if id < 64 && propNames[id] != "" {
+		return propNames[id]
 	}
 	return "property 0x" + hex2(uint8(id))
 }
