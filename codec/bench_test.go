@@ -25,7 +25,7 @@ func benchPackets() []struct {
 			UsernameFlag: true, Username: b("user"), PasswordFlag: true, Password: b("secret")}},
 		{"Connect/5", Version5, &Connect{Version: Version5, CleanStart: true, KeepAlive: 60, ClientID: b("sensor-0001"),
 			Properties: Properties{SessionExpiry: 3600, ReceiveMaximum: 100, User: []UserProperty{{b("site"), b("a")}}},
-			WillFlag: true, WillQoS: 1, WillTopic: b("status/sensor-0001"), WillPayload: b("offline"),
+			WillFlag:   true, WillQoS: 1, WillTopic: b("status/sensor-0001"), WillPayload: b("offline"),
 			UsernameFlag: true, Username: b("user"), PasswordFlag: true, Password: b("secret")}},
 		{"Publish/QoS0/3.1.1", Version311, &Publish{Topic: b("plant/line-3/temp"), Payload: payload}},
 		{"Publish/QoS0/5", Version5, &Publish{Topic: b("plant/line-3/temp"), Payload: payload}},
