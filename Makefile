@@ -32,8 +32,26 @@ fuzz:
 	./scripts/fuzz-all.sh $(FUZZTIME)
 
 # Microbenchmarks of the hot path (codec, topic matching, stores), with allocations.
-bench:
+.PHONY: microbench
+microbench:
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) ./codec/... ./store/...
+
+# The whole broker beside Mosquitto and mochi-mqtt, every scenario, brokers
+# alternated, 3 repetitions: a few minutes on 2 cores. Prints the table and
+# writes bench/results/short.{json,md,svg}. BENCHARGS passes flags on, e.g.
+# BENCHARGS='-scenarios pub-q1,latency-q1 -brokers saguin,mosquitto'.
+bench: bench-deps
+	$(GO) run ./bench/cmd/benchrun -profile short $(BENCHARGS)
+
+# The long profile: 10 s windows, 5 repetitions, higher fan-out rate.
+bench-full: bench-deps
+	$(GO) run ./bench/cmd/benchrun -profile full $(BENCHARGS)
+
+# What the harness runs beside Sagüin: Mosquitto from Debian (with the test
+# dependencies) and the mochi-mqtt module the mochi peer is built from.
+bench-deps:
+	./scripts/install-test-deps.sh
+	cd bench/peers/mochi && $(GO) mod download
 
 # The broker on the shipped example configuration: memory storage, tcp 127.0.0.1:1883.
 demo: build
