@@ -1,0 +1,499 @@
+package sqlite
+
+import (
+	"database/sql"
+	"errors"
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+
+	"saguin/store"
+)
+
+// queueStore is a queue: queue_items holds each unresolved record with its
+// attempt count and first and last delivery times. Who holds a job, its
+// epoch and its deadline live only here in memory and are never stored
+// (invariant 15): a restart brings every job back available.
+type queueStore struct {
+	*channel
+	holder
+	dlq *logStore
+
+	mu      sync.Mutex
+	jobs    map[uint64]*jobState // every unresolved job
+	epoch   uint64               // the epoch counter; restarts from 0
+	gen     uint64               // moves on every resolution, for Offer's re-check
+	backoff func(attempts uint32) time.Duration
+}
+
+// jobState is a job's volatile half, plus its size and attempt count so
+// that the counters and the backoff need no read.
+type jobState struct {
+	state       store.JobState
+	epoch       uint64
+	holder      string
+	deadline    time.Time
+	availableAt time.Time
+	size        int64
+	attempts    uint32
+}
+
+var _ store.Queue = (*queueStore)(nil)
+
+// Queue opens the queue name with its dead-letter channel name+"__dlq" on
+// this same provider, so the move between them is one commit.
+func (p *Provider) Queue(name string, opts store.QueueOptions) (store.Queue, error) {
+	p.mu.Lock()
+	if s, ok := p.queues[name]; ok {
+		p.mu.Unlock()
+		return s, nil
+	}
+	p.mu.Unlock()
+	ch, err := p.openChannel(name, kindQueue)
+	if err != nil {
+		return nil, err
+	}
+	q := &queueStore{channel: ch, holder: holder{ch, pubEnqueue}, jobs: map[uint64]*jobState{}}
+	// A queue's table is unresolved work bounded by its max_bytes, so it is
+	// summed at open rather than kept in a column the hot resolution path
+	// would have to write.
+	var bytes int64
+	err = p.w.read(func(c *conn) error {
+		rows, err := c.queueSums.Query(ch.id)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var off, size, attempts int64
+			if err := rows.Scan(&off, &size, &attempts); err != nil {
+				return err
+			}
+			q.jobs[uint64(off)] = &jobState{size: size, attempts: uint32(attempts)}
+			bytes += size
+		}
+		return rows.Err()
+	})
+	if err != nil {
+		return nil, p.mapErr("counting "+name, err)
+	}
+	ch.count.Store(int64(len(q.jobs)))
+	ch.bytes.Store(bytes)
+	ch.resetPending()
+	ch.maxBytes.Store(opts.MaxBytes)
+	ch.queue = q
+	if q.dlq, err = p.appendLog(name+store.DLQSuffix, opts.DLQ); err != nil {
+		return nil, err
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if other, ok := p.queues[name]; ok {
+		return other, nil
+	}
+	p.queues[name] = q
+	return q, nil
+}
+
+// added registers a committed enqueue (writer goroutine, after commit).
+func (q *queueStore) added(off uint64, size int64) {
+	q.mu.Lock()
+	q.jobs[off] = &jobState{size: size}
+	q.mu.Unlock()
+}
+
+// Enqueue implements store.Queue: one of the publish paths that share a
+// group commit.
+func (q *queueStore) Enqueue(r store.Record) (store.Record, error) {
+	o := getOp()
+	o.pub, o.ch, o.rec = pubEnqueue, q.channel, r
+	err := q.p.w.submit(o)
+	out := o.out
+	putOp(o)
+	if err != nil {
+		return store.Record{}, err
+	}
+	return out, nil
+}
+
+// Depth implements store.Queue.
+func (q *queueStore) Depth() int { return q.Len() }
+
+// SetBackoff implements store.Queue.
+func (q *queueStore) SetBackoff(gap func(uint32) time.Duration) {
+	q.mu.Lock()
+	q.backoff = gap
+	q.mu.Unlock()
+}
+
+// DeadLetters implements store.Queue.
+func (q *queueStore) DeadLetters() store.AppendLog { return q.dlq }
+
+func scanJob(scan func(...any) error) (store.Job, error) {
+	var j store.Job
+	var rs recordScan
+	var off, attempts, first, last int64
+	d := append([]any{&off}, rs.dest()...)
+	d = append(d, &attempts, &first, &last)
+	if err := scan(d...); err != nil {
+		return j, err
+	}
+	var err error
+	j.Record, err = rs.record(uint64(off))
+	j.Attempts, j.FirstDelivery, j.LastDelivery = uint32(attempts), store.FromUnixNanos(first), store.FromUnixNanos(last)
+	return j, err
+}
+
+func (q *queueStore) readJob(off uint64) (store.Job, error) {
+	var j store.Job
+	err := q.p.readConn(func(c *conn) error {
+		var err error
+		j, err = scanJob(c.queueGet.QueryRow(q.id, int64(off)).Scan)
+		return err
+	})
+	if errors.Is(err, sql.ErrNoRows) {
+		return j, fmt.Errorf("queue %s: job %d: %w", q.name, off, store.ErrNotFound)
+	}
+	return j, q.p.mapErr(fmt.Sprintf("reading job %d on %s", off, q.name), err)
+}
+
+// eligible says whether a job may be offered at now.
+func (js *jobState) eligible(now time.Time) bool {
+	return js.state == store.JobAvailable && !now.Before(js.availableAt)
+}
+
+// Offer implements store.Queue: a bounded read and no write. The query
+// cannot exclude jobs out with a worker, so it reads pages past them and
+// skips them in memory; the read runs under no lock, and the choice is
+// re-checked under the queue's lock, reading again if a job was resolved
+// meanwhile.
+func (q *queueStore) Offer(holderName string, now time.Time) (store.Job, store.Delivery, bool, error) {
+	const page = 64
+	for attempt := 0; ; attempt++ {
+		q.mu.Lock()
+		gen := q.gen
+		any := false
+		for _, js := range q.jobs {
+			if js.eligible(now) {
+				any = true
+				break
+			}
+		}
+		q.mu.Unlock()
+		if !any {
+			return store.Job{}, store.Delivery{}, false, nil
+		}
+		var found *store.Job
+		var from uint64
+		retry := false
+		for found == nil && !retry {
+			var jobs []store.Job
+			err := q.p.readConn(func(c *conn) error {
+				rows, err := c.queueRead.Query(q.id, int64(from), page)
+				if err != nil {
+					return err
+				}
+				defer rows.Close()
+				for rows.Next() {
+					j, err := scanJob(rows.Scan)
+					if err != nil {
+						return err
+					}
+					jobs = append(jobs, j)
+				}
+				return rows.Err()
+			})
+			if err != nil {
+				return store.Job{}, store.Delivery{}, false, q.p.mapErr("offering from "+q.name, err)
+			}
+			q.mu.Lock()
+			if q.gen != gen {
+				retry = true
+			}
+			for i := range jobs {
+				if retry {
+					break
+				}
+				js := q.jobs[jobs[i].Offset]
+				if js == nil || !js.eligible(now) {
+					continue
+				}
+				q.epoch++
+				js.state, js.epoch, js.holder, js.deadline = store.JobDelivering, q.epoch, holderName, time.Time{}
+				found = &jobs[i]
+				d := store.Delivery{Offset: found.Offset, Epoch: js.epoch}
+				q.mu.Unlock()
+				return *found, d, true, nil
+			}
+			q.mu.Unlock()
+			if len(jobs) < page {
+				break
+			}
+			from = jobs[len(jobs)-1].Offset + 1
+		}
+		if !retry {
+			return store.Job{}, store.Delivery{}, false, nil
+		}
+	}
+}
+
+// current finds the job d names, if d is its current delivery. Caller holds q.mu.
+func (q *queueStore) current(d store.Delivery) (*jobState, error) {
+	js := q.jobs[d.Offset]
+	if js == nil {
+		return nil, fmt.Errorf("queue %s: job %d: %w", q.name, d.Offset, store.ErrNotFound)
+	}
+	if js.state == store.JobAvailable || js.epoch != d.Epoch {
+		return nil, fmt.Errorf("queue %s: job %d epoch %d: %w", q.name, d.Offset, d.Epoch, store.ErrStaleDelivery)
+	}
+	return js, nil
+}
+
+// Unsend implements store.Queue: no write, the attempt unspent.
+func (q *queueStore) Unsend(d store.Delivery) error {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	js, err := q.current(d)
+	if err != nil {
+		return err
+	}
+	if js.state != store.JobDelivering {
+		return fmt.Errorf("queue %s: job %d is leased, not being sent: %w", q.name, d.Offset, store.ErrStaleDelivery)
+	}
+	q.epoch++
+	js.state, js.epoch, js.holder = store.JobAvailable, q.epoch, ""
+	return nil
+}
+
+// Lease implements store.Queue: exactly one UPDATE, because the attempt
+// count must survive a restart; relieving, so it may use the reserve.
+func (q *queueStore) Lease(d store.Delivery, now, deadline time.Time) (store.Job, error) {
+	q.mu.Lock()
+	js, err := q.current(d)
+	if err != nil {
+		q.mu.Unlock()
+		return store.Job{}, err
+	}
+	if js.state == store.JobLeased {
+		q.mu.Unlock()
+		return q.readJob(d.Offset)
+	}
+	q.mu.Unlock()
+	var j store.Job
+	err = q.p.w.do(classConnected, true, false, func(t *wtx) error {
+		if _, err := t.exec(t.c.queueLease, store.UnixNanos(now), store.UnixNanos(now), q.id, int64(d.Offset)); err != nil {
+			return err
+		}
+		var err error
+		j, err = scanJob(t.c.queueGet.QueryRow(q.id, int64(d.Offset)).Scan)
+		if err != nil {
+			return t.dbFail(err)
+		}
+		return nil
+	})
+	if err != nil {
+		return store.Job{}, q.p.mapErr(fmt.Sprintf("leasing job %d on %s", d.Offset, q.name), err)
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if js := q.jobs[d.Offset]; js != nil && js.epoch == d.Epoch {
+		js.state, js.deadline, js.attempts = store.JobLeased, deadline, j.Attempts
+	}
+	return j, nil
+}
+
+// Resolve implements store.Queue: the job leaves for good (relieving).
+func (q *queueStore) Resolve(d store.Delivery) error {
+	q.mu.Lock()
+	js, err := q.current(d)
+	q.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	size := js.size
+	err = q.p.w.do(classConnected, true, false, func(t *wtx) error {
+		res, err := t.exec(t.c.queueDelete, q.id, int64(d.Offset))
+		if err != nil {
+			return err
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return fmt.Errorf("queue %s: job %d: %w", q.name, d.Offset, store.ErrNotFound)
+		}
+		if err := q.removeJob(t, size); err != nil {
+			return err
+		}
+		t.after(func() { q.removed(d.Offset) })
+		return nil
+	})
+	return q.p.mapErr(fmt.Sprintf("resolving job %d on %s", d.Offset, q.name), err)
+}
+
+// removeJob moves the queue's counters for a job its transaction deleted:
+// the floor is the lowest unresolved offset (next when none is left), stored
+// in the same transaction as the deletion.
+func (q *queueStore) removeJob(t *wtx, size int64) error {
+	var low sql.NullInt64
+	if err := t.c.queueMin.QueryRow(q.id).Scan(&low); err != nil {
+		return t.dbFail(err)
+	}
+	t.touch(q.channel)
+	q.pCount--
+	q.pBytes -= size
+	if low.Valid {
+		q.pFloor = uint64(low.Int64)
+	} else {
+		q.pFloor = q.pNext
+	}
+	_, err := t.exec(t.c.updateFloor, int64(q.pFloor), q.pBytes, q.id)
+	return err
+}
+
+func (q *queueStore) removed(off uint64) {
+	q.mu.Lock()
+	delete(q.jobs, off)
+	q.gen++
+	q.mu.Unlock()
+}
+
+// Release implements store.Queue: no write; the job is available again
+// after its backoff gap and the old delivery is dead.
+func (q *queueStore) Release(d store.Delivery, gapFrom time.Time) (store.Job, error) {
+	q.mu.Lock()
+	js, err := q.current(d)
+	if err != nil {
+		q.mu.Unlock()
+		return store.Job{}, err
+	}
+	q.epoch++
+	js.state, js.epoch, js.holder, js.deadline = store.JobAvailable, q.epoch, "", time.Time{}
+	js.availableAt = time.Time{}
+	if q.backoff != nil {
+		if gap := q.backoff(js.attempts); gap > 0 {
+			js.availableAt = gapFrom.Add(gap)
+		}
+	}
+	q.mu.Unlock()
+	return q.readJob(d.Offset)
+}
+
+// ExpiredLeases implements store.Queue: no database access at all.
+func (q *queueStore) ExpiredLeases(now time.Time) []store.Delivery {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	var out []store.Delivery
+	for off, js := range q.jobs {
+		if js.state == store.JobLeased && js.deadline.Before(now) {
+			out = append(out, store.Delivery{Offset: off, Epoch: js.epoch})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Offset < out[j].Offset })
+	return out
+}
+
+// ExpireOlderThan implements store.Queue.
+func (q *queueStore) ExpireOlderThan(t time.Time, max int) ([]store.Job, error) {
+	if max <= 0 || t.IsZero() {
+		return nil, nil
+	}
+	var out []store.Job
+	var from uint64
+	for len(out) < max {
+		var jobs []store.Job
+		err := q.p.readConn(func(c *conn) error {
+			rows, err := c.queueExpired.Query(q.id, int64(from), store.UnixNanos(t), max+16)
+			if err != nil {
+				return err
+			}
+			defer rows.Close()
+			for rows.Next() {
+				j, err := scanJob(rows.Scan)
+				if err != nil {
+					return err
+				}
+				jobs = append(jobs, j)
+			}
+			return rows.Err()
+		})
+		if err != nil {
+			return nil, q.p.mapErr("listing expired jobs on "+q.name, err)
+		}
+		q.mu.Lock()
+		for _, j := range jobs {
+			if js := q.jobs[j.Offset]; js != nil && js.state == store.JobAvailable && len(out) < max {
+				out = append(out, j)
+			}
+		}
+		q.mu.Unlock()
+		if len(jobs) < max+16 {
+			break
+		}
+		from = jobs[len(jobs)-1].Offset + 1
+	}
+	return out, nil
+}
+
+// State implements store.Queue.
+func (q *queueStore) State(off uint64) (store.JobState, uint64, bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	js := q.jobs[off]
+	if js == nil {
+		return 0, 0, false
+	}
+	return js.state, js.epoch, true
+}
+
+// DeadLetter implements store.Queue: out of queue_items and into the
+// dead-letter channel at its next offset in one transaction, using the
+// reserve if it must and checking no channel bound. On failure neither half
+// happened and the dead-letter channel's offset is handed back (its pending
+// counters are reset with the rollback).
+func (q *queueStore) DeadLetter(d store.Delivery, topic, reason string, now time.Time) (store.Record, error) {
+	q.mu.Lock()
+	js := q.jobs[d.Offset]
+	var err error
+	switch {
+	case js == nil:
+		err = fmt.Errorf("queue %s: job %d: %w", q.name, d.Offset, store.ErrNotFound)
+	case d.Epoch == 0 && js.state != store.JobAvailable:
+		err = fmt.Errorf("queue %s: job %d is out with a worker: %w", q.name, d.Offset, store.ErrStaleDelivery)
+	case d.Epoch != 0 && (js.state == store.JobAvailable || js.epoch != d.Epoch):
+		err = fmt.Errorf("queue %s: job %d epoch %d: %w", q.name, d.Offset, d.Epoch, store.ErrStaleDelivery)
+	}
+	var size int64
+	if js != nil {
+		size = js.size
+	}
+	q.mu.Unlock()
+	if err != nil {
+		return store.Record{}, err
+	}
+	var out store.Record
+	err = q.p.w.do(classConnected, true, true, func(t *wtx) error {
+		j, err := scanJob(t.c.queueGet.QueryRow(q.id, int64(d.Offset)).Scan)
+		if errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("queue %s: job %d: %w", q.name, d.Offset, store.ErrNotFound)
+		}
+		if err != nil {
+			return t.dbFail(err)
+		}
+		o := op{pub: pubAppend, ch: q.dlq.channel, rec: store.DeadLetterRecord(q.name, &j, topic, reason, now), unbounded: true}
+		t.w.execPublish(t, &o)
+		if t.err != nil {
+			return &dbError{t.err}
+		}
+		if _, err := t.exec(t.c.queueDelete, q.id, int64(d.Offset)); err != nil {
+			return err
+		}
+		if err := q.removeJob(t, size); err != nil {
+			return err
+		}
+		out = o.out
+		t.after(func() { q.removed(d.Offset) })
+		return nil
+	})
+	if err != nil {
+		return store.Record{}, q.p.mapErr(fmt.Sprintf("dead-lettering job %d of %s", d.Offset, q.name), err)
+	}
+	return out, nil
+}
