@@ -24,10 +24,10 @@ type conn struct {
 	channelByName, insertChannel, updateCounters, updateFloor *sql.Stmt
 
 	insertRecord, readRecords, readWindowHead, firstAtOrAfter *sql.Stmt
-	oldestRecords, deleteRecordsBelow                          *sql.Stmt
+	oldestRecords, deleteRecordsBelow                         *sql.Stmt
 
 	latestGet, latestGetFull, latestTrimmable, latestUpdate, latestInsert, latestChanges, latestCount *sql.Stmt
-	latestOldest, latestDeleteRow, latestRange                        *sql.Stmt
+	latestOldest, latestDeleteRow, latestRange                                                        *sql.Stmt
 
 	queueInsert, queueMin, queueRead, queueGet, queueLease, queueDelete, queueSums, queueExpired *sql.Stmt
 

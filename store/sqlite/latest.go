@@ -262,9 +262,9 @@ func (p *Provider) trimLatest(ch *channel, valuesBefore, deletionsBefore time.Ti
 	err := p.w.do(classConnected, false, true, func(t *wtx) error {
 		removed, freed, lost = 0, 0, nil
 		type victim struct {
-			topic        string
-			off, size    int64
-			deleted      bool
+			topic     string
+			off, size int64
+			deleted   bool
 		}
 		var vs []victim
 		rows, err := t.c.latestTrimmable.Query(ch.id, vb, db)
