@@ -16,9 +16,9 @@ const (
 	barGap     = 3
 	groupGap   = 26
 	plotHeight = 220
-	marginTop  = 64
-	marginLeft = 44
-	labelSpace = 110 // below the plot, for the slanted case names
+	marginTop  = 124 // title, legend, and room for the figure written up a full bar
+	marginLeft = 120 // the first group's slanted label reaches left of its bar
+	labelSpace = 130 // below the plot, for the slanted case names
 )
 
 // palette gives each broker a colour by its position in the report.
@@ -35,16 +35,17 @@ func (r *Report) WriteSVG(w io.Writer) error {
 	names := r.brokerNames()
 	nb := len(names)
 	groupWidth := nb*barWidth + (nb-1)*barGap
-	width := marginLeft + len(r.Cases)*(groupWidth+groupGap) + 20
+	width := max(marginLeft+len(r.Cases)*(groupWidth+groupGap)+20, 560)
 	height := marginTop + plotHeight + labelSpace
 	var b strings.Builder
 	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d" font-family="sans-serif" font-size="10">`+"\n", width, height, width, height)
 	fmt.Fprintf(&b, `<rect width="100%%" height="100%%" fill="#ffffff"/>`+"\n")
-	fmt.Fprintf(&b, `<text x="%d" y="16" font-size="13" font-weight="bold">%s</text>`+"\n", marginLeft, esc(fmt.Sprintf("Sagüin beside its peers, %s profile, %s", r.Profile, r.Started.UTC().Format("2006-01-02"))))
-	fmt.Fprintf(&b, `<text x="%d" y="31" fill="#57606a">%s</text>`+"\n", marginLeft, esc("Each group: one case's headline figure, scaled to the best broker in it (taller is better); the median is printed, the whisker spans min-max."))
+	fmt.Fprintf(&b, `<text x="10" y="18" font-size="13" font-weight="bold">%s</text>`+"\n", esc(fmt.Sprintf("Sagüin beside its peers, %s profile, %s", r.Profile, r.Started.UTC().Format("2006-01-02"))))
+	fmt.Fprintf(&b, `<text x="10" y="34" fill="#57606a">%s</text>`+"\n", esc("One group per case, its headline figure scaled to the best broker in the group: taller is better."))
+	fmt.Fprintf(&b, `<text x="10" y="47" fill="#57606a">%s</text>`+"\n", esc("Each bar carries its median; the whisker spans the repetitions' min-max."))
 	for i, n := range names {
-		x := marginLeft + i*140
-		fmt.Fprintf(&b, `<rect x="%d" y="40" width="10" height="10" fill="%s"/><text x="%d" y="49">%s</text>`+"\n", x, palette[i%len(palette)], x+14, esc(n))
+		x := 10 + i*150
+		fmt.Fprintf(&b, `<rect x="%d" y="56" width="10" height="10" fill="%s"/><text x="%d" y="65">%s</text>`+"\n", x, palette[i%len(palette)], x+14, esc(n))
 	}
 	// Axis: 0 and 100% of the group's best.
 	base := marginTop + plotHeight
@@ -86,11 +87,13 @@ func (r *Report) WriteSVG(w io.Writer) error {
 			fmt.Fprintf(&b, `<text transform="translate(%.1f,%.1f) rotate(-90)" font-size="9">%s</text>`+"\n",
 				float64(x)+barWidth/2+3, y-3, esc(Number(s.Median)))
 		}
-		label := fmt.Sprintf("%s: %s", c.Name, m.Label)
+		figure := m.Label
 		if m.Unit != "" {
-			label += " (" + m.Unit + ")"
+			figure += " (" + m.Unit + ")"
 		}
-		fmt.Fprintf(&b, `<text transform="translate(%d,%d) rotate(-35)" text-anchor="end">%s</text>`+"\n", gx+groupWidth/2+4, base+12, esc(label))
+		// Two slanted lines, ending under the group: the case, then its figure.
+		fmt.Fprintf(&b, `<text transform="translate(%d,%d) rotate(-35)" text-anchor="end" font-weight="bold">%s</text>`+"\n", gx+groupWidth/2, base+12, esc(c.Name))
+		fmt.Fprintf(&b, `<text transform="translate(%d,%d) rotate(-35)" text-anchor="end" fill="#57606a" font-size="9">%s</text>`+"\n", gx+groupWidth/2+7, base+22, esc(figure))
 	}
 	b.WriteString("</svg>\n")
 	_, err := io.WriteString(w, b.String())

@@ -1,0 +1,152 @@
+package scenario
+
+import (
+	"context"
+	"slices"
+	"testing"
+	"time"
+
+	"saguin/bench/peer"
+)
+
+func TestCreditHoldsPublishersWithinTheWindow(t *testing.T) {
+	c := newCredit(10, time.Hour)
+	ctx := context.Background()
+	if err := c.take(ctx, 5); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.take(ctx, 5); err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan error, 1)
+	go func() { got <- c.take(ctx, 1) }()
+	select {
+	case err := <-got:
+		t.Fatalf("a publisher went past a full window (%v)", err)
+	default:
+	}
+	c.delivered()
+	if err := <-got; err != nil {
+		t.Fatal(err)
+	}
+	if out := c.sent.Load() - c.got.Load(); out != 10 {
+		t.Fatalf("%d outstanding, want the window, 10", out)
+	}
+}
+
+func TestCreditWritesOffWhatAStalledBrokerDropped(t *testing.T) {
+	c := newCredit(4, 10*time.Millisecond)
+	ctx := context.Background()
+	if err := c.take(ctx, 4); err != nil {
+		t.Fatal(err)
+	}
+	// Nothing is ever delivered: the stall gives the 4 up and lets 1 more go.
+	if err := c.take(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	if c.written.Load() != 4 {
+		t.Fatalf("written off %d, want the 4 outstanding", c.written.Load())
+	}
+}
+
+func TestCreditWaitEndsWithTheRun(t *testing.T) {
+	c := newCredit(1, time.Hour)
+	ctx, cancel := context.WithCancel(context.Background())
+	if err := c.take(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	cancel()
+	if err := c.take(ctx, 1); err == nil {
+		t.Fatal("a cancelled run's publisher kept publishing")
+	}
+}
+
+func TestPaceNeverSendsAheadOfTheRate(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	const rate = 2000
+	var sent int
+	start := time.Now()
+	err := pace(ctx, rate, func(n int) error {
+		sent += n
+		if elapsed := time.Since(start); float64(sent) > elapsed.Seconds()*rate+1 {
+			t.Errorf("%d sent after %v: ahead of %d a second", sent, elapsed, rate)
+		}
+		if sent >= 100 {
+			cancel()
+		}
+		return nil
+	})
+	if err != nil || sent < 100 {
+		t.Fatalf("pace ended with %v after %d", err, sent)
+	}
+}
+
+func TestSelectTakesAScenarioOrOneCase(t *testing.T) {
+	cases := Cases(Profiles["short"])
+	got, err := Select(cases, []string{"pub-q1", "conns/1000"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, c := range got {
+		names = append(names, c.Name)
+	}
+	want := []string{"pub-q1/1", "pub-q1/8", "pub-q1/32", "pub-q1/256", "conns/1000"}
+	if !slices.Equal(names, want) {
+		t.Fatalf("selected %v, want %v", names, want)
+	}
+	if _, err := Select(cases, []string{"fanin-q2"}); err == nil {
+		t.Fatal("an unknown scenario was accepted")
+	}
+}
+
+func TestShortProfileRunsTheIssuesSizes(t *testing.T) {
+	p := Profiles["short"]
+	var names []string
+	for _, c := range Cases(p) {
+		names = append(names, c.Name)
+	}
+	for _, want := range []string{"fanin-q0", "pub-q1/1", "pub-q1/8", "pub-q1/32", "pub-q1/256", "fanout-q0/100", "fanout-q0/1000",
+		"fanout-q1/100", "fanout-q1/1000", "latency-q1", "conns/1000", "conns/10000", "slow-subscriber"} {
+		if !slices.Contains(names, want) {
+			t.Errorf("short profile lacks %s", want)
+		}
+	}
+	if p.Repetitions < 3 || p.LatencyRate != 1000 || p.FaninPublishers != 8 || p.FaninPayload != 128 {
+		t.Fatalf("short profile %+v departs from the issue", p)
+	}
+}
+
+// tiny is a profile small enough to run every scenario inside a unit test.
+var tiny = Profile{
+	Name: "tiny", Warmup: 50 * time.Millisecond, Window: 150 * time.Millisecond, Repetitions: 1,
+	PubQ1Conns: []int{2}, FanoutSubscribers: []int{10}, FanoutDeliveries: 5000, LatencyRate: 1000,
+	IdleConns: []int{50}, SlowRate: 500, SlowPayload: 1024, SlowFill: 100 * time.Millisecond,
+	FaninPublishers: 2, FaninPayload: 128, DrainTimeout: 5 * time.Second, ConnectConcurrency: 8,
+}
+
+func TestEveryScenarioProducesItsFiguresAgainstMosquitto(t *testing.T) {
+	brokers, failed := peer.Prepare(context.Background(), peer.Options{BinDir: t.TempDir()}, []string{peer.Mosquitto})
+	if err := failed[peer.Mosquitto]; err != nil {
+		t.Skipf("no mosquitto: %v", err)
+	}
+	cases := Cases(tiny)
+	runs := Execute(context.Background(), tiny, cases, []*peer.Broker{brokers[peer.Mosquitto]}, t.TempDir(), nil)
+	if len(runs) != len(cases) {
+		t.Fatalf("%d runs for %d cases", len(runs), len(cases))
+	}
+	for i, r := range runs {
+		if r.Err != "" {
+			t.Errorf("%s: %s", r.Case, r.Err)
+			continue
+		}
+		for _, m := range cases[i].AllMetrics() {
+			if _, ok := r.Values[m.Key]; !ok {
+				t.Errorf("%s reported no %s", r.Case, m.Key)
+			}
+		}
+		if r.Values["peak_rss_mib"] <= 0 {
+			t.Errorf("%s: broker peak RSS %v", r.Case, r.Values["peak_rss_mib"])
+		}
+	}
+}
