@@ -1,0 +1,136 @@
+package peer
+
+import (
+	"context"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/goccy/go-yaml"
+)
+
+func TestSaguinConfigIsRFC0002sShapeWithOneProviderAndOneDoor(t *testing.T) {
+	for _, sqlite := range []bool{false, true} {
+		var doc struct {
+			Broker struct {
+				ID       string `yaml:"id"`
+				LogLevel string `yaml:"log_level"`
+				MQTT     struct {
+					Listen struct {
+						TCP struct {
+							Address string `yaml:"address"`
+						} `yaml:"tcp"`
+					} `yaml:"listen"`
+				} `yaml:"mqtt"`
+				Storage struct {
+					Default   string                       `yaml:"default"`
+					Period    string                       `yaml:"default_retention_period"`
+					Bytes     string                       `yaml:"default_retention_bytes"`
+					Providers map[string]map[string]string `yaml:"providers"`
+				} `yaml:"storage"`
+				Limits map[string]any `yaml:"limits"`
+			} `yaml:"broker"`
+		}
+		if err := yaml.Unmarshal([]byte(saguinConfig("127.0.0.1:4242", "/tmp/run", sqlite)), &doc); err != nil {
+			t.Fatal(err)
+		}
+		b := doc.Broker
+		if b.ID == "" || b.MQTT.Listen.TCP.Address != "127.0.0.1:4242" || b.Storage.Period != "none" || b.Storage.Bytes != "none" {
+			t.Fatalf("sqlite=%v: %+v", sqlite, b)
+		}
+		p, ok := b.Storage.Providers[b.Storage.Default]
+		if !ok || len(b.Storage.Providers) != 1 {
+			t.Fatalf("sqlite=%v: default %q among %v", sqlite, b.Storage.Default, b.Storage.Providers)
+		}
+		if sqlite && (p["type"] != "sqlite" || p["file_path"] != "/tmp/run/saguin.db") {
+			t.Fatalf("sqlite provider %v", p)
+		}
+		if !sqlite && (p["type"] != "memory" || p["snapshot_dir"] != "none") {
+			t.Fatalf("memory provider %v", p)
+		}
+		if b.Limits["max_connect_rate"] != "none" {
+			t.Fatalf("max_connect_rate %v: the default 500/s would be what conns measures", b.Limits["max_connect_rate"])
+		}
+	}
+}
+
+func TestMosquittoConfigNeverPersistsAndNeverDropsAQueue(t *testing.T) {
+	conf, err := mosquittoConfig("127.0.0.1:4242")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"listener 4242 127.0.0.1\n", "persistence false\n", "max_queued_messages 1000000\n", "allow_anonymous true\n"} {
+		if !strings.Contains(conf, want) {
+			t.Errorf("configuration lacks %q:\n%s", want, conf)
+		}
+	}
+}
+
+func TestStartedBrokerListensAndStopReapsIt(t *testing.T) {
+	b, err := mosquittoBroker(context.Background())
+	if err != nil {
+		t.Skip(err)
+	}
+	p, err := b.Start(context.Background(), t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := net.Dial("tcp", p.Addr)
+	if err != nil {
+		t.Fatalf("started broker does not accept on %s: %v", p.Addr, err)
+	}
+	c.Close()
+	u, err := p.Usage()
+	if err != nil || u.RSS == 0 {
+		t.Fatalf("usage %+v, %v", u, err)
+	}
+	p.Stop()
+	if p.Alive() {
+		t.Fatal("broker alive after Stop")
+	}
+}
+
+func TestABrokerThatExitsAtOnceFailsItsStartWithItsOutput(t *testing.T) {
+	b := &Broker{Name: "broken", command: func(dir, addr string) (*exec.Cmd, error) {
+		return exec.Command("sh", "-c", "echo config refused >&2; exit 3"), nil
+	}}
+	_, err := b.Start(context.Background(), t.TempDir())
+	if err == nil || !strings.Contains(err.Error(), "config refused") {
+		t.Fatalf("start error %v, want the broker's own words", err)
+	}
+}
+
+func TestMochiPeerBuildsFromItsOwnModuleAndServes(t *testing.T) {
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(root, "bench", "peers", "mochi", "go.mod")); err != nil {
+		t.Fatal(err)
+	}
+	b, err := mochiBroker(context.Background(), Options{RepoRoot: root, BinDir: t.TempDir()})
+	if err != nil {
+		if strings.Contains(err.Error(), "proxy") || strings.Contains(err.Error(), "dial") {
+			t.Skipf("the module proxy is out of reach: %v", err)
+		}
+		t.Fatal(err)
+	}
+	if b.Version != "v2.7.9" {
+		t.Fatalf("mochi version %q, want the one bench/peers/mochi/go.mod requires", b.Version)
+	}
+	p, err := b.Start(context.Background(), t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Stop()
+}
+
+func TestUnknownBrokerIsNamedInItsRefusal(t *testing.T) {
+	_, failed := Prepare(context.Background(), Options{BinDir: t.TempDir()}, []string{"emqx"})
+	if err := failed["emqx"]; err == nil || !strings.Contains(err.Error(), "mosquitto") {
+		t.Fatalf("error %v should list the known brokers", err)
+	}
+}
