@@ -187,3 +187,27 @@ func hasWildcard(b []byte) bool {
 }
 
 func utf8Valid(b []byte) bool { return utf8.Valid(b) }
+
+// retainedCap is the most elements a reusable struct keeps between decodes.
+// A connection that once sent a SUBSCRIBE of thousands of filters should not
+// hold their slots for the rest of its life; typical packets stay well under.
+const retainedCap = 64
+
+// reuse empties s for the next decode, keeping its capacity unless that is
+// more than retainedCap.
+func reuse[T any](s []T) []T {
+	if cap(s) > retainedCap {
+		return nil
+	}
+	return s[:0]
+}
+
+// countFields counts the length-prefixed fields in b, each followed by extra
+// bytes (a SUBSCRIBE's options byte), so a list is allocated once at its size.
+func countFields(b []byte, extra int) int {
+	n := 0
+	for i := 0; i+2 <= len(b); n++ {
+		i += 2 + (int(b[i])<<8 | int(b[i+1])) + extra
+	}
+	return n
+}

@@ -100,7 +100,7 @@ type Properties struct {
 
 // Reset empties p, keeping the capacity of its slices.
 func (p *Properties) Reset() {
-	user, ids := p.User[:0], p.SubscriptionIDs[:0]
+	user, ids := reuse(p.User), reuse(p.SubscriptionIDs)
 	*p = Properties{User: user, SubscriptionIDs: ids}
 }
 
@@ -160,7 +160,7 @@ const maxVarint = 268435455
 // the context may not carry, or an unknown identifier, is malformed (0x81,
 // RFC 0002 "A DISCONNECT from the broker"); one carried twice where MQTT
 // allows once, or with a value its definition forbids, is a protocol error
-// (0x82).
+// (0x82) - except Topic Alias 0, which MQTT 5 3.3.4 answers 0x94.
 func (p *Properties) decode(r *reader, ctx propContext) error {
 	p.Reset()
 	// Field names are joined with the packet's name only on a refusal, so
@@ -174,6 +174,17 @@ func (p *Properties) decode(r *reader, ctx propContext) error {
 		return runsPast(where + " properties")
 	}
 	end := r.off + int(n)
+	block := r.b[r.off:end]
+	if users, ids := countRepeated(block); users > cap(p.User) || ids > cap(p.SubscriptionIDs) {
+		// Sized once, so a block of thousands of tiny User Properties
+		// allocates their slots once rather than every doubling of them.
+		if users > cap(p.User) {
+			p.User = make([]UserProperty, 0, users)
+		}
+		if ids > cap(p.SubscriptionIDs) {
+			p.SubscriptionIDs = make([]uint32, 0, ids)
+		}
+	}
 	pr := reader{b: r.b[:end], off: r.off}
 	allowed := allowedProps[ctx]
 	for pr.off < end {
@@ -266,7 +277,9 @@ func (p *Properties) decodeOne(r *reader, id PropID) error {
 	case PropTopicAlias:
 		p.TopicAlias, err = r.uint16(field)
 		if err == nil && p.TopicAlias == 0 {
-			return protocol(field + " of 0 is forbidden (MQTT-3.3.2-8)")
+			// MQTT 5 3.3.4 names the code: an alias of 0, like one above
+			// the maximum, is answered 0x94 Topic Alias invalid.
+			return &Error{Code: TopicAliasInvalid, Rule: field + " of 0 is forbidden (MQTT-3.3.2-8)"}
 		}
 	case PropMaximumQoS:
 		p.MaximumQoS, err = r.byte1(field)
@@ -487,4 +500,49 @@ func (p *Properties) appendBin(dst []byte, a PropSet, id PropID, v []byte) []byt
 		dst = appendBytes(append(dst, byte(id)), v)
 	}
 	return dst
+}
+
+// propWidth is the fixed width of each property's value, or 0 for variable
+// ones (strings, binary data, the User Property pair, the varint).
+var propWidth = [64]int8{
+	PropPayloadFormat: 1, PropMessageExpiry: 4, PropSessionExpiry: 4, PropServerKeepAlive: 2,
+	PropRequestProblemInfo: 1, PropWillDelay: 4, PropRequestResponseInfo: 1, PropReceiveMaximum: 2,
+	PropTopicAliasMaximum: 2, PropTopicAlias: 2, PropMaximumQoS: 1, PropRetainAvailable: 1,
+	PropMaximumPacketSize: 4, PropWildcardSubAvailable: 1, PropSubIDAvailable: 1, PropSharedSubAvailable: 1,
+}
+
+// countRepeated counts the User Properties and Subscription Identifiers in a
+// property block without validating it (decode does that), stopping at the
+// first thing it cannot step over.
+func countRepeated(b []byte) (users, ids int) {
+	for i := 0; i < len(b); {
+		id := PropID(b[i])
+		i++
+		switch {
+		case id == PropUserProperty:
+			users++
+			for k := 0; k < 2; k++ {
+				if i+2 > len(b) {
+					return
+				}
+				i += 2 + (int(b[i])<<8 | int(b[i+1]))
+			}
+		case id == PropSubscriptionID:
+			ids++
+			for i < len(b) && b[i]&0x80 != 0 {
+				i++
+			}
+			i++
+		case id < 64 && propWidth[id] > 0:
+			i += int(propWidth[id])
+		case id < 64 && allKnown.Has(id):
+			if i+2 > len(b) {
+				return
+			}
+			i += 2 + (int(b[i])<<8 | int(b[i+1]))
+		default:
+			return
+		}
+	}
+	return
 }

@@ -265,7 +265,6 @@ func TestForbiddenPropertyValuesAreProtocolErrors(t *testing.T) {
 	connack := func(p []byte) []byte { return pkt(0x20, raw(0, 0), props(p)) }
 	cases := map[string][]byte{
 		"PayloadFormatIndicator2":           publish5(props(raw(0x01, 2))),
-		"TopicAlias0":                       publish5(props(raw(0x23, 0, 0))),
 		"SubscriptionIdentifier0":           publish5(props(raw(0x0B, 0))),
 		"ReceiveMaximum0":                   connect5(0x02, props(raw(0x21, 0, 0))),
 		"MaximumPacketSize0":                connect5(0x02, props(raw(0x27, 0, 0, 0, 0))),
@@ -292,6 +291,10 @@ func TestForbiddenPropertyValuesAreProtocolErrors(t *testing.T) {
 			refuses(t, w, Version5, want)
 		})
 	}
+}
+
+func TestTopicAlias0IsTopicAliasInvalid(t *testing.T) {
+	refuses(t, publish5(props(raw(0x23, 0, 0))), Version5, TopicAliasInvalid)
 }
 
 func TestUnknownPropertyIdentifierIsMalformed(t *testing.T) {

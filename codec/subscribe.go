@@ -31,7 +31,7 @@ var sharePrefix = []byte("$share/")
 // (0x8F), and codec/topic holds the syntax.
 func (p *Subscribe) Decode(h Header, body []byte, version uint8) error {
 	p.Properties.Reset()
-	p.PacketID, p.Subscriptions = 0, p.Subscriptions[:0]
+	p.PacketID, p.Subscriptions = 0, reuse(p.Subscriptions)
 	if err := checkHeader(h, body, TypeSubscribe); err != nil {
 		return err
 	}
@@ -47,6 +47,9 @@ func (p *Subscribe) Decode(h Header, body []byte, version uint8) error {
 		if err := p.Properties.decode(&r, ctxSubscribe); err != nil {
 			return err
 		}
+	}
+	if n := countFields(body[r.off:], 1); n > cap(p.Subscriptions) {
+		p.Subscriptions = make([]Subscription, 0, n)
 	}
 	for r.remaining() > 0 {
 		var s Subscription
@@ -141,7 +144,7 @@ type Suback struct {
 // Decode reads a SUBACK; under 3.1.1 each code must be 0, 1, 2 or 0x80.
 func (p *Suback) Decode(h Header, body []byte, version uint8) error {
 	p.Properties.Reset()
-	p.PacketID, p.ReasonCodes = 0, p.ReasonCodes[:0]
+	p.PacketID, p.ReasonCodes = 0, reuse(p.ReasonCodes)
 	if err := checkHeader(h, body, TypeSuback); err != nil {
 		return err
 	}
@@ -159,6 +162,9 @@ func (p *Suback) Decode(h Header, body []byte, version uint8) error {
 		if err := p.Properties.decode(&r, ctxSuback); err != nil {
 			return err
 		}
+	}
+	if n := r.remaining(); n > cap(p.ReasonCodes) {
+		p.ReasonCodes = make([]ReasonCode, 0, n)
 	}
 	for r.remaining() > 0 {
 		c, _ := r.byte1("SUBACK reason code")

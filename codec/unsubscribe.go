@@ -11,7 +11,7 @@ type Unsubscribe struct {
 // each well-formed UTF-8 and not empty (0x82, MQTT-4.7.3-1).
 func (p *Unsubscribe) Decode(h Header, body []byte, version uint8) error {
 	p.Properties.Reset()
-	p.PacketID, p.Filters = 0, p.Filters[:0]
+	p.PacketID, p.Filters = 0, reuse(p.Filters)
 	if err := checkHeader(h, body, TypeUnsubscribe); err != nil {
 		return err
 	}
@@ -27,6 +27,9 @@ func (p *Unsubscribe) Decode(h Header, body []byte, version uint8) error {
 		if err := p.Properties.decode(&r, ctxUnsubscribe); err != nil {
 			return err
 		}
+	}
+	if n := countFields(body[r.off:], 0); n > cap(p.Filters) {
+		p.Filters = make([][]byte, 0, n)
 	}
 	for r.remaining() > 0 {
 		f, err := r.utf8("UNSUBSCRIBE topic filter")
@@ -85,7 +88,7 @@ type Unsuback struct {
 // Decode reads an UNSUBACK.
 func (p *Unsuback) Decode(h Header, body []byte, version uint8) error {
 	p.Properties.Reset()
-	p.PacketID, p.ReasonCodes = 0, p.ReasonCodes[:0]
+	p.PacketID, p.ReasonCodes = 0, reuse(p.ReasonCodes)
 	if err := checkHeader(h, body, TypeUnsuback); err != nil {
 		return err
 	}
@@ -102,6 +105,9 @@ func (p *Unsuback) Decode(h Header, body []byte, version uint8) error {
 	}
 	if err := p.Properties.decode(&r, ctxUnsuback); err != nil {
 		return err
+	}
+	if n := r.remaining(); n > cap(p.ReasonCodes) {
+		p.ReasonCodes = make([]ReasonCode, 0, n)
 	}
 	for r.remaining() > 0 {
 		c, _ := r.byte1("UNSUBACK reason code")
