@@ -34,6 +34,12 @@ type conn struct {
 	positionGet, positionSave, positionDrop, positionLowest, positionsAll *sql.Stmt
 
 	holdPut, holdGet, holdDrop, holdList *sql.Stmt
+
+	sessionPut, sessionGet, sessionAll, sessionDisconnected, sessionDelete, sessionHeldBy *sql.Stmt
+	inflightAdd, inflightList, inflightRelease, inflightDelete, inflightDeleteAll         *sql.Stmt
+	groupGet, groupSave, groupDelete, returnedAdd, returnedList, returnedTake             *sql.Stmt
+	returnedDeleteGroup, groupHeldByOthers                                                *sql.Stmt
+	recordSizeAt, recordDelete, recordsMin, recordsOldest, recordsCount                   *sql.Stmt
 }
 
 // statement texts, prepared on every connection (a read connection prepares
@@ -101,6 +107,33 @@ func (c *conn) statements() []struct {
 			bridge = excluded.bridge, qos = excluded.qos, retain = excluded.retain, size = excluded.size`},
 		{&c.holdGet, `SELECT held_at, ` + recordCols + ` FROM held_publishes WHERE channel = ? AND client = ? AND packet_id = ?`},
 		{&c.holdDrop, `DELETE FROM held_publishes WHERE channel = ? AND client = ? AND packet_id = ?`},
+		{&c.sessionPut, `INSERT INTO sessions (client_id, expiry, disconnected_at, receive_maximum, subscriptions, will) VALUES (?, ?, ?, ?, ?, ?)
+			ON CONFLICT (client_id) DO UPDATE SET expiry = excluded.expiry, disconnected_at = excluded.disconnected_at,
+			receive_maximum = excluded.receive_maximum, subscriptions = excluded.subscriptions, will = excluded.will`},
+		{&c.sessionGet, `SELECT client_id, expiry, disconnected_at, receive_maximum, subscriptions, will FROM sessions WHERE client_id = ?`},
+		{&c.sessionAll, `SELECT client_id, expiry, disconnected_at, receive_maximum, subscriptions, will FROM sessions ORDER BY client_id`},
+		{&c.sessionDisconnected, `UPDATE sessions SET disconnected_at = ? WHERE client_id = ?`},
+		{&c.sessionDelete, `DELETE FROM sessions WHERE client_id = ?`},
+		{&c.sessionHeldBy, `SELECT 1 FROM sessions WHERE client_id = ?`},
+		{&c.inflightAdd, `INSERT INTO session_inflight (client_id, offset, packet_id, qos, released, share_group) VALUES (?, ?, ?, ?, ?, ?)
+			ON CONFLICT (client_id, packet_id, offset) DO UPDATE SET qos = excluded.qos, released = excluded.released, share_group = excluded.share_group`},
+		{&c.inflightList, `SELECT offset, packet_id, qos, released, share_group FROM session_inflight WHERE client_id = ? ORDER BY offset, packet_id`},
+		{&c.inflightRelease, `UPDATE session_inflight SET released = 1 WHERE client_id = ? AND packet_id = ? AND offset = ?`},
+		{&c.inflightDelete, `DELETE FROM session_inflight WHERE client_id = ? AND packet_id = ? AND offset = ?`},
+		{&c.inflightDeleteAll, `DELETE FROM session_inflight WHERE client_id = ?`},
+		{&c.groupGet, `SELECT cursor FROM share_groups WHERE grp = ?`},
+		{&c.groupSave, `INSERT INTO share_groups (grp, cursor) VALUES (?, ?) ON CONFLICT (grp) DO UPDATE SET cursor = excluded.cursor`},
+		{&c.groupDelete, `DELETE FROM share_groups WHERE grp = ?`},
+		{&c.returnedAdd, `INSERT INTO share_returned (grp, offset) VALUES (?, ?) ON CONFLICT DO NOTHING`},
+		{&c.returnedList, `SELECT offset FROM share_returned WHERE grp = ? ORDER BY offset`},
+		{&c.returnedTake, `DELETE FROM share_returned WHERE grp = ? AND offset = ?`},
+		{&c.returnedDeleteGroup, `DELETE FROM share_returned WHERE grp = ?`},
+		{&c.groupHeldByOthers, `SELECT 1 FROM sessions, json_each(sessions.subscriptions) AS s WHERE sessions.client_id != ? AND json_extract(s.value, '$.share_group') = ? LIMIT 1`},
+		{&c.recordSizeAt, `SELECT size FROM records WHERE channel = ? AND offset = ?`},
+		{&c.recordDelete, `DELETE FROM records WHERE channel = ? AND offset = ?`},
+		{&c.recordsMin, `SELECT min(offset) FROM records WHERE channel = ?`},
+		{&c.recordsOldest, `SELECT offset FROM records WHERE channel = ? ORDER BY offset LIMIT ?`},
+		{&c.recordsCount, `SELECT count(*) FROM records WHERE channel = ?`},
 		{&c.holdList, `SELECT client, packet_id, held_at, ` + recordCols + ` FROM held_publishes WHERE channel = ? ORDER BY held_at, client, packet_id`},
 	}
 }
