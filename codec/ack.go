@@ -49,37 +49,47 @@ func (p *Ack) Decode(h Header, body []byte, version uint8) error {
 	return r.finish(name)
 }
 
-func (p *Ack) remaining(version uint8) int {
+// lengths are the Remaining Length of the shortest form and the property
+// block's size within it.
+func (p *Ack) lengths(version uint8) (n, props int) {
 	if version != Version5 {
-		return 2
+		return 2, 0
 	}
-	props := p.Properties.size(ctxPuback)
+	props = p.Properties.size(ctxPuback)
+	return shortForm(2, p.ReasonCode, props), props
+}
+
+// shortForm is the Remaining Length of a packet whose reason code and
+// properties may be left off: head bytes before the reason code, then the
+// code only if it is not Success or properties follow, then the properties
+// only if there are some.
+func shortForm(head int, code ReasonCode, props int) int {
 	switch {
 	case props > 0:
-		return 3 + varintLen(uint32(props)) + props
-	case p.ReasonCode != Success:
-		return 3
+		return head + 1 + prefixed(props)
+	case code != Success:
+		return head + 1
 	default:
-		return 2
+		return head
 	}
 }
 
 // Size is the encoded packet's length in bytes, fixed header included.
 func (p *Ack) Size(version uint8) int {
-	n := p.remaining(version)
+	n, _ := p.lengths(version)
 	return headerLen(n) + n
 }
 
 // Append encodes the acknowledgement in its shortest form and appends it to dst.
 func (p *Ack) Append(dst []byte, version uint8) []byte {
-	n := p.remaining(version)
+	n, props := p.lengths(version)
 	dst = appendHeader(dst, p.Type, fixedFlags[p.Type&0x0F], n)
 	dst = appendUint16(dst, p.PacketID)
 	if n > 2 {
 		dst = append(dst, byte(p.ReasonCode))
 	}
 	if n > 3 {
-		dst = p.Properties.appendTo(dst, ctxPuback)
+		dst = p.Properties.appendTo(dst, ctxPuback, props)
 	}
 	return dst
 }

@@ -45,29 +45,38 @@ func (p *Connack) Decode(h Header, body []byte, version uint8) error {
 	return r.finish("CONNACK")
 }
 
-func (p *Connack) remaining(version uint8) int {
+func (p *Connack) remaining(version uint8, props int) int {
 	if version == Version5 {
-		return 2 + p.Properties.encodedLen(ctxConnack)
+		return 2 + prefixed(props)
 	}
 	return 2
 }
 
+// propSize is the property block's size at version (0 below MQTT 5).
+func (p *Connack) propSize(version uint8) int {
+	if version != Version5 {
+		return 0
+	}
+	return p.Properties.size(ctxConnack)
+}
+
 // Size is the encoded packet's length in bytes, fixed header included.
 func (p *Connack) Size(version uint8) int {
-	n := p.remaining(version)
+	n := p.remaining(version, p.propSize(version))
 	return headerLen(n) + n
 }
 
 // Append encodes the CONNACK and appends it to dst.
 func (p *Connack) Append(dst []byte, version uint8) []byte {
-	dst = appendHeader(dst, TypeConnack, 0, p.remaining(version))
+	props := p.propSize(version)
+	dst = appendHeader(dst, TypeConnack, 0, p.remaining(version, props))
 	var flags byte
 	if p.SessionPresent {
 		flags = 1
 	}
 	dst = append(dst, flags, byte(p.ReasonCode))
 	if version == Version5 {
-		dst = p.Properties.appendTo(dst, ctxConnack)
+		dst = p.Properties.appendTo(dst, ctxConnack, props)
 	}
 	return dst
 }

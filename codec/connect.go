@@ -138,18 +138,26 @@ func (p *Connect) reset() {
 	*p = Connect{Properties: props, WillProperties: will}
 }
 
-func (p *Connect) remaining(version uint8) int {
+// propSizes are the two property blocks' sizes at version (0 below MQTT 5).
+func (p *Connect) propSizes(version uint8) (props, will int) {
+	if version != Version5 {
+		return 0, 0
+	}
+	return p.Properties.size(ctxConnect), p.WillProperties.size(ctxWill)
+}
+
+func (p *Connect) remaining(version uint8, props, will int) int {
 	n := 2 + 4 + 1 + 1 + 2 // protocol name, level, flags, keep alive
 	if version == Version31 {
 		n += 2
 	}
 	if version == Version5 {
-		n += p.Properties.encodedLen(ctxConnect)
+		n += prefixed(props)
 	}
 	n += 2 + len(p.ClientID)
 	if p.WillFlag {
 		if version == Version5 {
-			n += p.WillProperties.encodedLen(ctxWill)
+			n += prefixed(will)
 		}
 		n += 4 + len(p.WillTopic) + len(p.WillPayload)
 	}
@@ -164,7 +172,8 @@ func (p *Connect) remaining(version uint8) int {
 
 // Size is the encoded packet's length in bytes, fixed header included.
 func (p *Connect) Size(version uint8) int {
-	n := p.remaining(version)
+	props, will := p.propSizes(version)
+	n := p.remaining(version, props, will)
 	return headerLen(n) + n
 }
 
@@ -173,7 +182,8 @@ func (p *Connect) Size(version uint8) int {
 // flags are written from the struct as they are, so a test can build a
 // packet that breaks a rule; the Flag fields decide which fields are written.
 func (p *Connect) Append(dst []byte, version uint8) []byte {
-	dst = appendHeader(dst, TypeConnect, 0, p.remaining(version))
+	props, will := p.propSizes(version)
+	dst = appendHeader(dst, TypeConnect, 0, p.remaining(version, props, will))
 	if version == Version31 {
 		dst = appendBytes(dst, protoMQIsdp)
 	} else {
@@ -200,12 +210,12 @@ func (p *Connect) Append(dst []byte, version uint8) []byte {
 	dst = append(dst, flags)
 	dst = appendUint16(dst, p.KeepAlive)
 	if version == Version5 {
-		dst = p.Properties.appendTo(dst, ctxConnect)
+		dst = p.Properties.appendTo(dst, ctxConnect, props)
 	}
 	dst = appendBytes(dst, p.ClientID)
 	if p.WillFlag {
 		if version == Version5 {
-			dst = p.WillProperties.appendTo(dst, ctxWill)
+			dst = p.WillProperties.appendTo(dst, ctxWill, will)
 		}
 		dst = appendBytes(dst, p.WillTopic)
 		dst = appendBytes(dst, p.WillPayload)

@@ -79,36 +79,31 @@ func (p *Disconnect) Decode(h Header, body []byte, version uint8) error {
 	return r.finish("DISCONNECT")
 }
 
-func (p *Disconnect) remaining(version uint8) int {
+// lengths are the Remaining Length of the shortest form and the property
+// block's size within it.
+func (p *Disconnect) lengths(version uint8) (n, props int) {
 	if version != Version5 {
-		return 0
+		return 0, 0
 	}
-	props := p.Properties.size(ctxDisconnect)
-	switch {
-	case props > 0:
-		return 1 + varintLen(uint32(props)) + props
-	case p.ReasonCode != NormalDisconnection:
-		return 1
-	default:
-		return 0
-	}
+	props = p.Properties.size(ctxDisconnect)
+	return shortForm(0, p.ReasonCode, props), props
 }
 
 // Size is the encoded packet's length in bytes, fixed header included.
 func (p *Disconnect) Size(version uint8) int {
-	n := p.remaining(version)
+	n, _ := p.lengths(version)
 	return headerLen(n) + n
 }
 
 // Append encodes the DISCONNECT in its shortest form and appends it to dst.
 func (p *Disconnect) Append(dst []byte, version uint8) []byte {
-	n := p.remaining(version)
+	n, props := p.lengths(version)
 	dst = appendHeader(dst, TypeDisconnect, 0, n)
 	if n > 0 {
 		dst = append(dst, byte(p.ReasonCode))
 	}
 	if n > 1 {
-		dst = p.Properties.appendTo(dst, ctxDisconnect)
+		dst = p.Properties.appendTo(dst, ctxDisconnect, props)
 	}
 	return dst
 }
@@ -146,33 +141,28 @@ func (p *Auth) Decode(h Header, body []byte, version uint8) error {
 	return r.finish("AUTH")
 }
 
-func (p *Auth) remaining() int {
-	props := p.Properties.size(ctxAuth)
-	switch {
-	case props > 0:
-		return 1 + varintLen(uint32(props)) + props
-	case p.ReasonCode != Success:
-		return 1
-	default:
-		return 0
-	}
+// lengths are the Remaining Length of the shortest form and the property
+// block's size within it.
+func (p *Auth) lengths() (n, props int) {
+	props = p.Properties.size(ctxAuth)
+	return shortForm(0, p.ReasonCode, props), props
 }
 
 // Size is the encoded packet's length in bytes, fixed header included.
 func (p *Auth) Size(uint8) int {
-	n := p.remaining()
+	n, _ := p.lengths()
 	return headerLen(n) + n
 }
 
 // Append encodes the AUTH in its shortest form and appends it to dst.
 func (p *Auth) Append(dst []byte, _ uint8) []byte {
-	n := p.remaining()
+	n, props := p.lengths()
 	dst = appendHeader(dst, TypeAuth, 0, n)
 	if n > 0 {
 		dst = append(dst, byte(p.ReasonCode))
 	}
 	if n > 1 {
-		dst = p.Properties.appendTo(dst, ctxAuth)
+		dst = p.Properties.appendTo(dst, ctxAuth, props)
 	}
 	return dst
 }

@@ -363,74 +363,70 @@ func (p *Properties) send(id PropID, nonZero bool) bool { return nonZero || p.Pr
 // Only the properties ctx may carry are counted, so a struct reused across
 // packet types never leaks one packet's properties into another's encoding.
 func (p *Properties) size(ctx propContext) int {
-	n := 0
 	a := allowedProps[ctx]
-	byteProp := func(id PropID, v byte) {
-		if a.Has(id) && p.send(id, v != 0) {
-			n += 2
-		}
-	}
-	u16 := func(id PropID, v uint16) {
-		if a.Has(id) && p.send(id, v != 0) {
-			n += 3
-		}
-	}
-	u32 := func(id PropID, v uint32) {
-		if a.Has(id) && p.send(id, v != 0) {
-			n += 5
-		}
-	}
-	bin := func(id PropID, v []byte) {
-		if a.Has(id) && p.send(id, len(v) != 0) {
-			n += 3 + len(v)
-		}
-	}
-	byteProp(PropPayloadFormat, p.PayloadFormat)
-	u32(PropMessageExpiry, p.MessageExpiry)
-	bin(PropContentType, p.ContentType)
-	bin(PropResponseTopic, p.ResponseTopic)
-	bin(PropCorrelationData, p.CorrelationData)
+	n := p.fixed(a, PropPayloadFormat, p.PayloadFormat != 0, 1) +
+		p.fixed(a, PropMessageExpiry, p.MessageExpiry != 0, 4) +
+		p.bin(a, PropContentType, p.ContentType) +
+		p.bin(a, PropResponseTopic, p.ResponseTopic) +
+		p.bin(a, PropCorrelationData, p.CorrelationData) +
+		p.fixed(a, PropSessionExpiry, p.SessionExpiry != 0, 4) +
+		p.bin(a, PropAssignedClientID, p.AssignedClientID) +
+		p.fixed(a, PropServerKeepAlive, p.ServerKeepAlive != 0, 2) +
+		p.bin(a, PropAuthMethod, p.AuthMethod) +
+		p.bin(a, PropAuthData, p.AuthData) +
+		p.fixed(a, PropRequestProblemInfo, p.RequestProblemInfo != 0, 1) +
+		p.fixed(a, PropWillDelay, p.WillDelay != 0, 4) +
+		p.fixed(a, PropRequestResponseInfo, p.RequestResponseInfo != 0, 1) +
+		p.bin(a, PropResponseInfo, p.ResponseInfo) +
+		p.bin(a, PropServerReference, p.ServerReference) +
+		p.bin(a, PropReasonString, p.ReasonString) +
+		p.fixed(a, PropReceiveMaximum, p.ReceiveMaximum != 0, 2) +
+		p.fixed(a, PropTopicAliasMaximum, p.TopicAliasMaximum != 0, 2) +
+		p.fixed(a, PropTopicAlias, p.TopicAlias != 0, 2) +
+		p.fixed(a, PropMaximumQoS, p.MaximumQoS != 0, 1) +
+		p.fixed(a, PropRetainAvailable, p.RetainAvailable != 0, 1) +
+		p.fixed(a, PropMaximumPacketSize, p.MaximumPacketSize != 0, 4) +
+		p.fixed(a, PropWildcardSubAvailable, p.WildcardSubAvailable != 0, 1) +
+		p.fixed(a, PropSubIDAvailable, p.SubIDAvailable != 0, 1) +
+		p.fixed(a, PropSharedSubAvailable, p.SharedSubAvailable != 0, 1)
 	if a.Has(PropSubscriptionID) {
 		for _, v := range p.SubscriptionIDs {
 			n += 1 + varintLen(v)
 		}
 	}
-	u32(PropSessionExpiry, p.SessionExpiry)
-	bin(PropAssignedClientID, p.AssignedClientID)
-	u16(PropServerKeepAlive, p.ServerKeepAlive)
-	bin(PropAuthMethod, p.AuthMethod)
-	bin(PropAuthData, p.AuthData)
-	byteProp(PropRequestProblemInfo, p.RequestProblemInfo)
-	u32(PropWillDelay, p.WillDelay)
-	byteProp(PropRequestResponseInfo, p.RequestResponseInfo)
-	bin(PropResponseInfo, p.ResponseInfo)
-	bin(PropServerReference, p.ServerReference)
-	bin(PropReasonString, p.ReasonString)
-	u16(PropReceiveMaximum, p.ReceiveMaximum)
-	u16(PropTopicAliasMaximum, p.TopicAliasMaximum)
-	u16(PropTopicAlias, p.TopicAlias)
-	byteProp(PropMaximumQoS, p.MaximumQoS)
-	byteProp(PropRetainAvailable, p.RetainAvailable)
 	for _, u := range p.User {
 		n += 5 + len(u.Key) + len(u.Value)
 	}
-	u32(PropMaximumPacketSize, p.MaximumPacketSize)
-	byteProp(PropWildcardSubAvailable, p.WildcardSubAvailable)
-	byteProp(PropSubIDAvailable, p.SubIDAvailable)
-	byteProp(PropSharedSubAvailable, p.SharedSubAvailable)
 	return n
 }
 
-// encodedLen is size plus the length prefix.
-func (p *Properties) encodedLen(ctx propContext) int {
-	s := p.size(ctx)
-	return varintLen(uint32(s)) + s
+// fixed is the encoded length of a fixed-width property if it is sent.
+func (p *Properties) fixed(a PropSet, id PropID, nonZero bool, width int) int {
+	if a.Has(id) && p.send(id, nonZero) {
+		return 1 + width
+	}
+	return 0
 }
 
-// appendTo writes the property length and the properties ctx may carry, in
-// identifier order (User Properties in their own order).
-func (p *Properties) appendTo(dst []byte, ctx propContext) []byte {
-	dst = appendVarint(dst, uint32(p.size(ctx)))
+// bin is the encoded length of a string or binary property if it is sent.
+func (p *Properties) bin(a PropSet, id PropID, v []byte) int {
+	if a.Has(id) && p.send(id, len(v) != 0) {
+		return 3 + len(v)
+	}
+	return 0
+}
+
+// prefixed is a property block's length with its length prefix.
+func prefixed(size int) int { return varintLen(uint32(size)) + size }
+
+// appendTo writes the property length (size, as size(ctx) computed it) and
+// the properties ctx may carry, in identifier order (User Properties in
+// their own order).
+func (p *Properties) appendTo(dst []byte, ctx propContext, size int) []byte {
+	dst = appendVarint(dst, uint32(size))
+	if size == 0 {
+		return dst
+	}
 	a := allowedProps[ctx]
 	if a.Has(PropPayloadFormat) && p.send(PropPayloadFormat, p.PayloadFormat != 0) {
 		dst = append(dst, byte(PropPayloadFormat), p.PayloadFormat)

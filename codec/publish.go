@@ -72,13 +72,21 @@ func (p *Publish) Decode(h Header, body []byte, version uint8) error {
 	return nil
 }
 
-func (p *Publish) remaining(version uint8) int {
+// propSize is the property block's size at version (0 below MQTT 5).
+func (p *Publish) propSize(version uint8) int {
+	if version != Version5 {
+		return 0
+	}
+	return p.Properties.size(ctxPublish)
+}
+
+func (p *Publish) remaining(version uint8, props int) int {
 	n := 2 + len(p.Topic) + len(p.Payload)
 	if p.QoS > 0 {
 		n += 2
 	}
 	if version == Version5 {
-		n += p.Properties.encodedLen(ctxPublish)
+		n += prefixed(props)
 	}
 	return n
 }
@@ -86,7 +94,7 @@ func (p *Publish) remaining(version uint8) int {
 // Size is the encoded packet's length in bytes, fixed header included: what
 // a receiver's Maximum Packet Size is compared with.
 func (p *Publish) Size(version uint8) int {
-	n := p.remaining(version)
+	n := p.remaining(version, p.propSize(version))
 	return headerLen(n) + n
 }
 
@@ -100,13 +108,14 @@ func (p *Publish) Append(dst []byte, version uint8) []byte {
 	if p.Retain {
 		flags |= 0x01
 	}
-	dst = appendHeader(dst, TypePublish, flags, p.remaining(version))
+	props := p.propSize(version)
+	dst = appendHeader(dst, TypePublish, flags, p.remaining(version, props))
 	dst = appendBytes(dst, p.Topic)
 	if p.QoS > 0 {
 		dst = appendUint16(dst, p.PacketID)
 	}
 	if version == Version5 {
-		dst = p.Properties.appendTo(dst, ctxPublish)
+		dst = p.Properties.appendTo(dst, ctxPublish, props)
 	}
 	return append(dst, p.Payload...)
 }

@@ -44,7 +44,7 @@ func fullProps(ctx propContext) Properties {
 	}
 	// Keep only what ctx may carry, with the Present bits a decode reports.
 	var out Properties
-	wire := all.appendTo(nil, ctx)
+	wire := all.appendTo(nil, ctx, all.size(ctx))
 	r := reader{b: wire}
 	if err := out.decode(&r, ctx); err != nil {
 		panic(err)

@@ -91,10 +91,18 @@ func (p *Subscribe) Decode(h Header, body []byte, version uint8) error {
 	return nil
 }
 
-func (p *Subscribe) remaining(version uint8) int {
+// propSize is the property block's size at version (0 below MQTT 5).
+func (p *Subscribe) propSize(version uint8) int {
+	if version != Version5 {
+		return 0
+	}
+	return p.Properties.size(ctxSubscribe)
+}
+
+func (p *Subscribe) remaining(version uint8, props int) int {
 	n := 2
 	if version == Version5 {
-		n += p.Properties.encodedLen(ctxSubscribe)
+		n += prefixed(props)
 	}
 	for i := range p.Subscriptions {
 		n += 3 + len(p.Subscriptions[i].Filter)
@@ -104,17 +112,18 @@ func (p *Subscribe) remaining(version uint8) int {
 
 // Size is the encoded packet's length in bytes, fixed header included.
 func (p *Subscribe) Size(version uint8) int {
-	n := p.remaining(version)
+	n := p.remaining(version, p.propSize(version))
 	return headerLen(n) + n
 }
 
 // Append encodes the SUBSCRIBE and appends it to dst. Under 3.1.1 only each
 // subscription's QoS is written.
 func (p *Subscribe) Append(dst []byte, version uint8) []byte {
-	dst = appendHeader(dst, TypeSubscribe, fixedFlags[TypeSubscribe], p.remaining(version))
+	props := p.propSize(version)
+	dst = appendHeader(dst, TypeSubscribe, fixedFlags[TypeSubscribe], p.remaining(version, props))
 	dst = appendUint16(dst, p.PacketID)
 	if version == Version5 {
-		dst = p.Properties.appendTo(dst, ctxSubscribe)
+		dst = p.Properties.appendTo(dst, ctxSubscribe, props)
 	}
 	for i := range p.Subscriptions {
 		s := &p.Subscriptions[i]
@@ -179,26 +188,35 @@ func (p *Suback) Decode(h Header, body []byte, version uint8) error {
 	return nil
 }
 
-func (p *Suback) remaining(version uint8) int {
+// propSize is the property block's size at version (0 below MQTT 5).
+func (p *Suback) propSize(version uint8) int {
+	if version != Version5 {
+		return 0
+	}
+	return p.Properties.size(ctxSuback)
+}
+
+func (p *Suback) remaining(version uint8, props int) int {
 	n := 2 + len(p.ReasonCodes)
 	if version == Version5 {
-		n += p.Properties.encodedLen(ctxSuback)
+		n += prefixed(props)
 	}
 	return n
 }
 
 // Size is the encoded packet's length in bytes, fixed header included.
 func (p *Suback) Size(version uint8) int {
-	n := p.remaining(version)
+	n := p.remaining(version, p.propSize(version))
 	return headerLen(n) + n
 }
 
 // Append encodes the SUBACK and appends it to dst.
 func (p *Suback) Append(dst []byte, version uint8) []byte {
-	dst = appendHeader(dst, TypeSuback, 0, p.remaining(version))
+	props := p.propSize(version)
+	dst = appendHeader(dst, TypeSuback, 0, p.remaining(version, props))
 	dst = appendUint16(dst, p.PacketID)
 	if version == Version5 {
-		dst = p.Properties.appendTo(dst, ctxSuback)
+		dst = p.Properties.appendTo(dst, ctxSuback, props)
 	}
 	for _, c := range p.ReasonCodes {
 		dst = append(dst, byte(c))

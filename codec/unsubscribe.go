@@ -47,10 +47,18 @@ func (p *Unsubscribe) Decode(h Header, body []byte, version uint8) error {
 	return nil
 }
 
-func (p *Unsubscribe) remaining(version uint8) int {
+// propSize is the property block's size at version (0 below MQTT 5).
+func (p *Unsubscribe) propSize(version uint8) int {
+	if version != Version5 {
+		return 0
+	}
+	return p.Properties.size(ctxUnsubscribe)
+}
+
+func (p *Unsubscribe) remaining(version uint8, props int) int {
 	n := 2
 	if version == Version5 {
-		n += p.Properties.encodedLen(ctxUnsubscribe)
+		n += prefixed(props)
 	}
 	for _, f := range p.Filters {
 		n += 2 + len(f)
@@ -60,16 +68,17 @@ func (p *Unsubscribe) remaining(version uint8) int {
 
 // Size is the encoded packet's length in bytes, fixed header included.
 func (p *Unsubscribe) Size(version uint8) int {
-	n := p.remaining(version)
+	n := p.remaining(version, p.propSize(version))
 	return headerLen(n) + n
 }
 
 // Append encodes the UNSUBSCRIBE and appends it to dst.
 func (p *Unsubscribe) Append(dst []byte, version uint8) []byte {
-	dst = appendHeader(dst, TypeUnsubscribe, fixedFlags[TypeUnsubscribe], p.remaining(version))
+	props := p.propSize(version)
+	dst = appendHeader(dst, TypeUnsubscribe, fixedFlags[TypeUnsubscribe], p.remaining(version, props))
 	dst = appendUint16(dst, p.PacketID)
 	if version == Version5 {
-		dst = p.Properties.appendTo(dst, ctxUnsubscribe)
+		dst = p.Properties.appendTo(dst, ctxUnsubscribe, props)
 	}
 	for _, f := range p.Filters {
 		dst = appendBytes(dst, f)
@@ -122,25 +131,34 @@ func (p *Unsuback) Decode(h Header, body []byte, version uint8) error {
 	return nil
 }
 
-func (p *Unsuback) remaining(version uint8) int {
+// propSize is the property block's size at version (0 below MQTT 5).
+func (p *Unsuback) propSize(version uint8) int {
+	if version != Version5 {
+		return 0
+	}
+	return p.Properties.size(ctxUnsuback)
+}
+
+func (p *Unsuback) remaining(version uint8, props int) int {
 	if version != Version5 {
 		return 2
 	}
-	return 2 + p.Properties.encodedLen(ctxUnsuback) + len(p.ReasonCodes)
+	return 2 + prefixed(props) + len(p.ReasonCodes)
 }
 
 // Size is the encoded packet's length in bytes, fixed header included.
 func (p *Unsuback) Size(version uint8) int {
-	n := p.remaining(version)
+	n := p.remaining(version, p.propSize(version))
 	return headerLen(n) + n
 }
 
 // Append encodes the UNSUBACK and appends it to dst (reason codes under MQTT 5 only).
 func (p *Unsuback) Append(dst []byte, version uint8) []byte {
-	dst = appendHeader(dst, TypeUnsuback, 0, p.remaining(version))
+	props := p.propSize(version)
+	dst = appendHeader(dst, TypeUnsuback, 0, p.remaining(version, props))
 	dst = appendUint16(dst, p.PacketID)
 	if version == Version5 {
-		dst = p.Properties.appendTo(dst, ctxUnsuback)
+		dst = p.Properties.appendTo(dst, ctxUnsuback, props)
 		for _, c := range p.ReasonCodes {
 			dst = append(dst, byte(c))
 		}
