@@ -48,6 +48,9 @@ func Prepare(ctx context.Context, opt Options, names []string) (map[string]*Brok
 		default:
 			err = fmt.Errorf("unknown broker %q (known: %s)", name, strings.Join(Names, ", "))
 		}
+		if err == nil {
+			err = probe(ctx, b, opt.BinDir)
+		}
 		if err != nil {
 			failed[name] = err
 			continue
@@ -55,6 +58,23 @@ func Prepare(ctx context.Context, opt Options, names []string) (map[string]*Brok
 		ready[name] = b
 	}
 	return ready, failed
+}
+
+// probe starts and stops the broker once, so that one that cannot run at
+// all (a tree whose binary has no broker mode yet, a configuration it
+// refuses) is reported once as unavailable rather than failing every run.
+func probe(ctx context.Context, b *Broker, scratch string) error {
+	dir, err := os.MkdirTemp(scratch, "probe-"+b.Name+"-")
+	if err != nil {
+		return fmt.Errorf("making a probe directory: %w", err)
+	}
+	defer os.RemoveAll(dir)
+	p, err := b.Start(ctx, dir)
+	if err != nil {
+		return err
+	}
+	p.Stop()
+	return nil
 }
 
 func buildSaguin(ctx context.Context, opt Options) (string, error) {
