@@ -115,7 +115,9 @@ type Auth struct {
 }
 
 // Decode reads an AUTH. Under 3.1.1 the type is reserved and the packet is
-// malformed; under MQTT 5 Remaining Length 0 means Success.
+// malformed; under MQTT 5 Remaining Length 0 means Success with no
+// properties, and an AUTH that carries a reason code must name its
+// Authentication Method.
 func (p *Auth) Decode(h Header, body []byte, version uint8) error {
 	p.Properties.Reset()
 	p.ReasonCode = Success
@@ -136,6 +138,9 @@ func (p *Auth) Decode(h Header, body []byte, version uint8) error {
 			if err := p.Properties.decode(&r, ctxAuth); err != nil {
 				return err
 			}
+		}
+		if !p.Properties.Present.Has(PropAuthMethod) {
+			return protocol("AUTH omits the Authentication Method (MQTT 5 3.15.2.2.2)")
 		}
 	}
 	return r.finish("AUTH")

@@ -550,8 +550,14 @@ func TestDisconnect311WithABodyIsMalformed(t *testing.T) {
 }
 
 func TestAuthReasonCodeItMayNotCarryIsProtocolError(t *testing.T) {
-	refuses(t, hx("f0 01 87"), Version5, ProtocolError)
+	refuses(t, pkt(0xF0, raw(0x87), props(raw(0x15), str("SCRAM"))), Version5, ProtocolError)
+	accepts(t, pkt(0xF0, raw(0x18), props(raw(0x15), str("SCRAM"))), Version5)
 	accepts(t, hx("f0 00"), Version5)
+}
+
+func TestAuthWithoutAuthenticationMethodIsProtocolError(t *testing.T) {
+	refuses(t, hx("f0 01 18"), Version5, ProtocolError)
+	refuses(t, pkt(0xF0, raw(0x18), props(raw(0x16), str("data"))), Version5, ProtocolError)
 }
 
 // ---- errors ----
