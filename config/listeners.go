@@ -196,7 +196,7 @@ func (l *loader) door(o *obj, kind, key string, operations bool) Listener {
 	o.refuse("min_protocol_version", " cannot be written on a listener: the version a device speaks is a property of the device, not of the door it arrives at; write it once under broker.mqtt")
 	if operations {
 		o.refuse("allow_anonymous", " is not accepted on an operations listener: on the port true would open /metrics to whoever can reach it, and on the socket it would only strip the name off a reader already getting in")
-		d.PasswordFile = own
+		d.PasswordFile, d.ownPassword = own, own != ""
 		if own == "" {
 			d.PasswordFile = l.cfg.Broker.Operations.passwordFile()
 		}
@@ -206,6 +206,7 @@ func (l *loader) door(o *obj, kind, key string, operations bool) Listener {
 		d.anonymousWritten = hasAnon
 		switch {
 		case own != "":
+			d.ownPassword = true
 			// A door naming its own file admits its own users and nobody
 			// else unless it writes allow_anonymous: it does not inherit.
 			d.PasswordFile = own

@@ -99,8 +99,11 @@ type Listener struct {
 	ConfiguredIn string
 	Line         int
 
-	// anonymousWritten: the door itself wrote allow_anonymous.
+	// anonymousWritten: the door itself wrote allow_anonymous; ownPassword:
+	// it wrote its own password_file. --output prints only what was written,
+	// since a door naming its own file does not inherit the block's answer.
 	anonymousWritten bool
+	ownPassword      bool
 }
 
 // TLS is a listener's tls: block.
