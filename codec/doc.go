@@ -54,23 +54,62 @@
 // # Refusals
 //
 // Every refusal is an *Error carrying the reason code RFC 0002 answers with
-// and the rule broken. Malformed Packet (0x81): reserved flags, a PUBLISH with
-// both QoS bits set, a Will QoS of 3 or a Will QoS without a Will, a length
-// that runs past the packet, bytes left after the last field, a string that
-// is not well-formed UTF-8 or holds U+0000, a property the packet may not
-// carry, reserved subscription option bits. Protocol Error (0x82): a property
-// carried twice where MQTT allows it once or with a value its definition
-// forbids, a wildcard in a PUBLISH topic, Will Retain without a Will, a 3.1.1
-// password without a user name, a SUBSCRIBE with no filters, Retain Handling
-// 3, No Local on a shared subscription, packet identifier 0 where one is
-// required. 0x84 Unsupported Protocol Version: a CONNECT of a protocol level
-// other than 4 and 5 (Connect.Version says 3 for MQTT 3.1, so it can be
-// refused with return code 0x01). ReturnCode311 maps a CONNECT refusal onto
-// the five 3.1.1 return codes as RFC 0002 does.
+// and the rule broken (with its MQTT conformance statement where there is
+// one); errors.Is(err, &codec.Error{Code: c}) matches on the code.
 //
-// What MQTT leaves to the server - a client id's characters and length, a user
-// name's control characters, a topic's length and depth, the reserved $saguin/
-// space, a filter's wildcard placement (codec/topic) - is not decided here.
-// CheckClientID, CheckEmptyClientID, CheckUserName and CheckPayloadFormat are
-// helpers the broker calls for the ones that concern a packet's own fields.
+// Malformed Packet (0x81): reserved fixed-header flags, packet type 0 (and 15
+// under 3.1.1), a Remaining Length over four bytes or not in its shortest
+// form, a PUBLISH with both QoS bits set or with DUP at QoS 0, a CONNECT's
+// reserved flag, a Will QoS of 3 or a Will QoS without a Will, a length that
+// runs past the packet, bytes left after the last field, a string that is not
+// well-formed UTF-8 or holds U+0000, a property the packet may not carry or
+// an unknown property identifier, reserved subscription option bits (and a
+// 3.1.1 requested QoS of 3).
+//
+// Protocol Error (0x82): a property carried twice where MQTT allows it once,
+// or with a value its definition forbids (Payload Format Indicator, Request
+// Problem/Response Information, Maximum QoS, the "available" flags outside
+// 0..1; Receive Maximum, Maximum Packet Size, Subscription Identifier 0; a
+// Response Topic holding a wildcard); a wildcard in a PUBLISH topic; an empty
+// topic with no Topic Alias; Will Retain without a Will; a 3.1.1 password
+// without a user name; Authentication Data without a Method; a SUBSCRIBE or
+// UNSUBSCRIBE with no filters or a zero-length one; Retain Handling 3; an MQTT
+// 5 subscription QoS of 3; No Local on a $share/ filter; packet identifier 0
+// where one is required; a reason code the packet may not carry.
+//
+// Topic Alias Invalid (0x94): a Topic Alias of 0 (MQTT 5 3.3.4 names the
+// code). Packet too large (0x95): ReadHeader over the caller's limit.
+// Unsupported Protocol Version (0x84): a CONNECT of a level other than 4 and
+// 5. Connect.Version is set as soon as the packet has said which protocol it
+// speaks (3 for MQTT 3.1, answered with return code 0x01; 0 when it never
+// said, which is closed with nothing written). ReturnCode311 maps a CONNECT
+// refusal onto the five 3.1.1 return codes as RFC 0002 does.
+//
+// # Bounds
+//
+// Nothing is read past the body handed in. Lists whose length the sender
+// chooses (filters, reason codes, User Properties, Subscription Identifiers)
+// are counted first and allocated once, so decoding a packet allocates at
+// most about ten times its declared length, which the caller has already
+// bounded with ReadHeader's limit; a reusable struct drops any list grown
+// beyond 64 elements at its next Decode, so one huge SUBSCRIBE does not stay
+// resident for the connection's life.
+//
+// # Left to the caller
+//
+// What MQTT leaves to the server, or what needs state a single packet does
+// not have, is not decided here:
+//   - a client id's length and characters, the empty id with Clean Start 0
+//     (0x85: CheckClientID, CheckEmptyClientID); a user name holding U+0000 or
+//     a control character (0x86: CheckUserName); a payload marked UTF-8 that
+//     is not (0x99: CheckPayloadFormat);
+//   - a filter's syntax - wildcards taking a whole level, # last (0x8F per
+//     filter, or a closed connection for 3.1.1) - codec/topic holds it;
+//     a topic's length and depth, the reserved $saguin/ space, $SYS, $share
+//     spelling, a Will topic holding a wildcard (0x90 at CONNECT);
+//   - connection state: CONNECT first and only once, a Topic Alias above the
+//     advertised maximum (0x94) or never registered (0x82), Receive Maximum
+//     (0x93), packet identifiers in use, a DISCONNECT's Session Expiry moving
+//     from 0, a Subscription Identifier in a PUBLISH from a client
+//     (MQTT-3.3.4-6), an AUTH packet at all (RFC 0002 answers 0x82).
 package codec
