@@ -32,8 +32,11 @@
 // (subscriptions, reason codes, User Properties, Subscription Identifiers),
 // so decoding a PUBLISH allocates nothing. Connect.Decode reads the version
 // from the packet and ignores the argument. Append encodes into dst and
-// allocates nothing when dst has room; Size says how much room. Packets holds
-// one struct of each type and dispatches on the header's type.
+// allocates nothing when dst has room; Size says how much room. Append writes
+// what the struct holds without judging it, so a test can build a packet that
+// breaks a rule; a string or binary field over 65,535 bytes cannot be
+// encoded and is the caller's error. Packets holds one struct of each type
+// and dispatches on the header's type.
 //
 // # Aliasing
 //
