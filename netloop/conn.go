@@ -21,6 +21,7 @@ const (
 const (
 	actNone       uint32 = iota
 	actClose             // close with nothing written
+	actAbort             // write_timeout: drop what waits and close
 	actKeepalive         // keepalive expired: DISCONNECT 0x8D to MQTT 5, then close
 	actKickOffset        // actKickOffset+reason: DISCONNECT reason, then close
 )
@@ -63,6 +64,7 @@ type Conn struct {
 	handed        int64               // bytes ever handed to the transport
 	lastTaken     int64
 	attached      bool // the handler knows this connection
+	aborting      bool // the end discards what waits (write_timeout)
 	closed        bool
 }
 
@@ -152,7 +154,7 @@ func (c *Conn) tick(now int64) {
 	}
 	if c.outPending.Load() {
 		if o.WriteTimeout > 0 && now-c.progressAt.Load() >= int64(o.WriteTimeout) {
-			c.request(actClose)
+			c.request(actAbort)
 			return
 		}
 		c.wake() // refill what the transport cap held back
@@ -165,11 +167,12 @@ func (c *Conn) OnWake() {
 	if a := c.action.Swap(actNone); a != actNone && c.state.Load() != stateEnding {
 		switch {
 		case a == actClose:
-			if c.state.Load() == stateAwaitConnect {
-				c.logWarn("closed: no CONNECT within connect_timeout")
-			} else {
-				c.logWarn("closed: the client took no bytes for limits.write_timeout")
-			}
+			c.logWarn("closed: no CONNECT within connect_timeout")
+			c.end(0, false, false)
+			return
+		case a == actAbort:
+			c.logWarn("closed: the client took no bytes for limits.write_timeout")
+			c.aborting = true
 			c.end(0, false, false)
 			return
 		case a == actKeepalive:
@@ -279,7 +282,11 @@ func (c *Conn) end(reason codec.ReasonCode, send, graceful bool) {
 		c.attached = false
 		c.srv.opts.Handler.Disconnected(c, c.sessionExpiry, graceful)
 	}
-	if !c.closed {
+	switch {
+	case c.closed:
+	case c.aborting:
+		c.t.Abort()
+	default:
 		c.t.Close()
 	}
 }

@@ -84,10 +84,12 @@ const (
 	DefaultMaxSessionExpiry  = 30 * 24 * time.Hour
 	DefaultWriteTimeout      = 5 * time.Second
 	DefaultSessionQueueBytes = 1 << 20
-	// DefaultReceiveMaximum matches broker.qos2.max_inflight_per_client and
-	// Mosquitto's default: what a client may hold unacknowledged is at most
-	// this many times max_message_size of memory.
-	DefaultReceiveMaximum = 20
+	// DefaultReceiveMaximum is the CONNACK's Receive Maximum. It bounds the
+	// exchanges a client may leave unfinished (a packet identifier each) and
+	// sits above broker.qos2.max_inflight_per_client (20), so that a QoS 2
+	// publisher past that bound meets its 0x97 on the PUBREC before it could
+	// meet this 0x93.
+	DefaultReceiveMaximum = 1024
 	// TopicAliasMaximum is fixed by RFC 0001: 16 per connection.
 	TopicAliasMaximum = 16
 	// defaultUnixMode is the socket file's permissions when none is written.

@@ -22,6 +22,10 @@ type Transport interface {
 	Buffered() int
 	// Close ends the connection after a best-effort write of what is buffered.
 	Close()
+	// Abort ends the connection discarding what is buffered, the kernel's
+	// send queue included, so that a half-written packet is undone rather
+	// than trickled out behind the close (limits.write_timeout).
+	Abort()
 	// Wake asks the loop to call Conn.OnWake soon.
 	Wake()
 	RemoteAddr() string
@@ -49,6 +53,13 @@ func (t *gnetTransport) Buffered() int {
 
 func (t *gnetTransport) Close() {
 	if gc := t.gc.Load(); gc != nil {
+		(*gc).Close()
+	}
+}
+
+func (t *gnetTransport) Abort() {
+	if gc := t.gc.Load(); gc != nil {
+		(*gc).SetLinger(0) // close sends RST and drops the send queue
 		(*gc).Close()
 	}
 }
@@ -84,7 +95,11 @@ func (e *events) OnTraffic(c gnet.Conn) gnet.Action {
 	}
 	// A Wake arrives here too, usually with nothing new to read.
 	if buf, _ := c.Peek(-1); len(buf) > 0 {
-		c.Discard(t.conn.OnData(buf))
+		// Discard(0) would drop everything buffered: gnet reads n <= 0 as
+		// "all". A partial packet must stay for the next call.
+		if n := t.conn.OnData(buf); n > 0 {
+			c.Discard(n)
+		}
 	}
 	t.conn.OnWake()
 	return gnet.None

@@ -1,0 +1,140 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"saguin/broker"
+	"saguin/config"
+	"saguin/netloop"
+)
+
+// shutdownGrace bounds how long a stopping broker waits for its connections
+// to take their DISCONNECT and close; write_timeout bounds each of them too.
+const shutdownGrace = 10 * time.Second
+
+func init() { registerMode("--config", runServe) }
+
+// runServe runs the broker: load the configuration, install the signal
+// handlers, write the pid file, open the doors, and serve until SIGTERM or
+// SIGINT stops it gracefully.
+func runServe(args []string, stdout, stderr io.Writer) int {
+	path, err := configPath(args)
+	if err != nil {
+		fmt.Fprintf(stderr, "saguin: %v\n", err)
+		return 2
+	}
+	cfg, err := config.Load(path)
+	if err != nil {
+		fmt.Fprintf(stderr, "saguin: %v\n", err)
+		return 1
+	}
+	log := slog.New(slog.NewTextHandler(stdout, &slog.HandlerOptions{Level: logLevel(cfg.Broker.LogLevel)})).
+		With("broker_id", cfg.Broker.ID)
+
+	// Signal handlers go in before the pid file is written, or a supervisor
+	// signalling at once would kill the broker it just started (RFC 0002).
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
+	defer signal.Stop(sigs)
+
+	if cfg.Broker.PIDFile != "" {
+		if err := writePIDFile(cfg.Broker.PIDFile); err != nil {
+			log.Error("cannot write the pid file; not running unmanaged", "pid_file", cfg.Broker.PIDFile, "error", err)
+			return 1
+		}
+		defer os.Remove(cfg.Broker.PIDFile)
+	}
+
+	b := broker.New(brokerOptions(cfg, log))
+	opts, err := netloopOptions(cfg, b, log)
+	if err != nil {
+		log.Error("cannot open the MQTT doors", "error", err)
+		return 1
+	}
+	srv, err := netloop.New(opts)
+	if err == nil {
+		err = srv.Start()
+	}
+	if err != nil {
+		log.Error("cannot open the MQTT doors", "error", err)
+		return 1
+	}
+	log.Info("broker started", "config", cfg.File, "pid", os.Getpid())
+
+	for sig := range sigs {
+		if sig == syscall.SIGHUP {
+			log.Warn("SIGHUP received and ignored: Sagüin does not reload on HUP; SIGUSR1 re-reads the log level and credential files, and addresses and storage need a restart")
+			continue
+		}
+		log.Info("stopping", "signal", sig.String())
+		break
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
+	defer cancel()
+	if err := srv.Shutdown(ctx); err != nil {
+		log.Error("shutdown did not finish cleanly", "error", err)
+		return 1
+	}
+	log.Info("broker stopped")
+	return 0
+}
+
+// configPath reads --config <file> or --config=<file>; nothing else is taken.
+func configPath(args []string) (string, error) {
+	var path string
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		switch {
+		case a == "--config":
+			if i+1 >= len(args) || strings.HasPrefix(args[i+1], "--") {
+				return "", errors.New("--config needs the configuration file")
+			}
+			path = args[i+1]
+			i++
+		case strings.HasPrefix(a, "--config="):
+			path = strings.TrimPrefix(a, "--config=")
+		default:
+			return "", fmt.Errorf("%q is not understood with --config", a)
+		}
+	}
+	if path == "" {
+		return "", errors.New("--config needs the configuration file")
+	}
+	return path, nil
+}
+
+// logLevel maps broker.log_level to slog; absent is info.
+func logLevel(s string) slog.Level {
+	switch s {
+	case "debug":
+		return slog.LevelDebug
+	case "warn":
+		return slog.LevelWarn
+	case "error":
+		return slog.LevelError
+	}
+	return slog.LevelInfo
+}
+
+// writePIDFile replaces the file with this process's id.
+func writePIDFile(path string) error {
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, []byte(strconv.Itoa(os.Getpid())+"\n"), 0o644); err != nil {
+		return fmt.Errorf("writing %s: %w", tmp, err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("replacing %s: %w", path, err)
+	}
+	return nil
+}

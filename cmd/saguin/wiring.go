@@ -1,0 +1,57 @@
+package main
+
+import (
+	"fmt"
+	"log/slog"
+
+	"saguin/broker"
+	"saguin/config"
+	"saguin/netloop"
+)
+
+// netloopOptions maps the resolved configuration onto netloop's options. The
+// doors netloop cannot serve yet (TLS, WebSocket) refuse the start rather
+// than leave a configured door silently closed.
+func netloopOptions(cfg *config.Config, b *broker.Broker, log *slog.Logger) (netloop.Options, error) {
+	l := cfg.Broker.Limits
+	o := netloop.Options{
+		MinProtocolVersion: cfg.Broker.MQTT.MinProtocolVersion,
+		MaxConnections:     l.MaxConnections,
+		ConnectTimeout:     l.ConnectTimeout,
+		MaxConnectSize:     int(l.MaxConnectSize),
+		MaxConnectRate:     l.MaxConnectRate,
+		MaxMessageSize:     int(l.MaxMessageSize),
+		MaxClientIDLength:  l.MaxClientIDLength,
+		MaxSessionExpiry:   l.MaxSessionExpiry,
+		MaxKeepalive:       l.MaxKeepalive,
+		WriteTimeout:       l.WriteTimeout,
+		SessionQueueBytes:  int(l.SessionQueueBytes),
+		RetainAvailable:    true,
+		Logger:             log,
+		Handler:            b,
+	}
+	for _, ln := range cfg.Broker.MQTT.Listeners {
+		switch {
+		case ln.Kind == config.KindWS:
+			return o, fmt.Errorf("listener %s: WebSocket doors are not served yet", ln.Name)
+		case ln.TLS != nil:
+			return o, fmt.Errorf("listener %s: TLS doors are not served yet", ln.Name)
+		case ln.Kind == config.KindTCP:
+			o.Doors = append(o.Doors, netloop.Door{Name: ln.Name, Kind: netloop.KindTCP, Address: ln.Address})
+		case ln.Kind == config.KindUnix:
+			o.Doors = append(o.Doors, netloop.Door{Name: ln.Name, Kind: netloop.KindUnix, Path: ln.Path, Mode: ln.Mode})
+		}
+	}
+	return o, nil
+}
+
+// brokerOptions maps the limits the broker core enforces.
+func brokerOptions(cfg *config.Config, log *slog.Logger) broker.Options {
+	l := cfg.Broker.Limits
+	return broker.Options{
+		MaxTopicLength:   l.MaxTopicLength,
+		MaxTopicLevels:   l.MaxTopicLevels,
+		MaxSubscriptions: l.MaxSubscriptions,
+		Logger:           log,
+	}
+}

@@ -1,0 +1,235 @@
+package conformance
+
+import (
+	"encoding/binary"
+	"net"
+	"regexp"
+	"sync"
+	"testing"
+	"time"
+
+	"saguin/codec"
+)
+
+// deafen shrinks a client's receive buffer so that the broker meets a full
+// socket quickly, and then the test never reads from it.
+func deafen(t *testing.T, c *raw) {
+	t.Helper()
+	if tc, ok := c.nc.(*net.TCPConn); ok {
+		if err := tc.SetReadBuffer(4096); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func TestClientTakingNoBytesIsDisconnectedAfterWriteTimeout(t *testing.T) {
+	b := startBroker(t, brokerConfig{Limits: "write_timeout: 500ms"})
+	deaf := dialRaw(t, b.addr, codec.Version5)
+	deaf.mustConnect("deaf", nil)
+	deaf.subscribe(1, "flood/#", 0)
+	deafen(t, deaf)
+
+	pub := dialRaw(t, b.addr, codec.Version5)
+	pub.mustConnect("flooder", nil)
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		payload := make([]byte, 32<<10)
+		p := (&codec.Publish{Topic: []byte("flood/x"), Payload: payload}).Append(nil, codec.Version5)
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			pub.nc.SetWriteDeadline(time.Now().Add(waitLong))
+			if _, err := pub.nc.Write(p); err != nil {
+				return
+			}
+		}
+	}()
+	defer func() { close(stop); wg.Wait() }()
+	if b.log.wait(regexp.MustCompile(`client_id=deaf .*write_timeout|write_timeout.*client_id=deaf`), waitLong) == "" {
+		t.Fatal("the deaf client was not disconnected for limits.write_timeout")
+	}
+	// Its socket ends once what the kernel held is read.
+	deaf.expectClosed()
+}
+
+// TestDeafSubscriberDoesNotDelayAnotherPublishersPuback is invariant 16: a
+// subscriber that stops reading, and is never hung up on (write_timeout
+// none), does not hold a publisher's acknowledgement. Every PUBACK arrives
+// while the deaf subscriber's socket stays full.
+func TestDeafSubscriberDoesNotDelayAnotherPublishersPuback(t *testing.T) {
+	b := startBroker(t, brokerConfig{Limits: "write_timeout: none"})
+	deaf := dialRaw(t, b.addr, codec.Version5)
+	deaf.mustConnect("deaf", nil)
+	deaf.subscribe(1, "inv16/#", 1)
+	deafen(t, deaf)
+	listener := dialRaw(t, b.addr, codec.Version5)
+	listener.mustConnect("listener", nil)
+	listener.subscribe(1, "inv16/#", 0)
+
+	pub := dialRaw(t, b.addr, codec.Version5)
+	pub.mustConnect("publisher", nil)
+	payload := make([]byte, 4<<10)
+	const n = 2000 // 8 MiB towards a socket that takes a few KiB
+	var worst time.Duration
+	received := make(chan struct{})
+	go func() {
+		defer close(received)
+		for i := 0; i < n; i++ {
+			if _, _, err := listener.next(waitLong); err != nil {
+				return
+			}
+		}
+	}()
+	for i := 1; i <= n; i++ {
+		start := time.Now()
+		pub.publish("inv16/x", payload, 1, uint16(i))
+		if code := pub.expectPuback(uint16(i)); code != codec.Success {
+			t.Fatalf("PUBACK %d: 0x%02x", i, byte(code))
+		}
+		worst = max(worst, time.Since(start))
+	}
+	<-received
+	t.Logf("%d QoS 1 publishes beside a deaf subscriber: slowest PUBACK %s", n, worst)
+}
+
+func TestDeliveriesKeepThePublishersOrder(t *testing.T) {
+	versions(t, func(t *testing.T, v byte) {
+		addr := target(t)
+		sub := dialRaw(t, addr, v)
+		sub.mustConnect("ordered-sub", nil)
+		sub.subscribe(1, "order/#", 1)
+		pub := dialRaw(t, addr, v)
+		pub.mustConnect("ordered-pub", nil)
+		const n = 500
+		for i := 0; i < n; i++ {
+			var seq [4]byte
+			binary.BigEndian.PutUint32(seq[:], uint32(i))
+			pub.publish("order/x", seq[:], byte(i%2), uint16(i+1))
+		}
+		for i := 0; i < n; i++ {
+			p := sub.expectPublish()
+			if got := binary.BigEndian.Uint32(p.Payload); got != uint32(i) {
+				t.Fatalf("delivery %d carries %d", i, got)
+			}
+			if p.QoS == 1 {
+				a := &codec.Ack{Type: codec.TypePuback, PacketID: p.PacketID}
+				sub.send(a.Append(nil, v))
+			}
+		}
+	})
+}
+
+func TestPacketAboveMaximumPacketSizeIsRefused(t *testing.T) {
+	versions(t, func(t *testing.T, v byte) {
+		b := startBroker(t, brokerConfig{Limits: "max_message_size: 1KiB\nmax_connect_size: 1KiB\nsession_queue_bytes: 1MiB"})
+		c := dialRaw(t, b.addr, v)
+		c.mustConnect("big", nil)
+		c.publish("big/x", make([]byte, 2048), 1, 1)
+		c.expectEnd(codec.PacketTooLarge)
+	})
+}
+
+func TestPublishWithBothQoSBitsIsMalformed(t *testing.T) {
+	versions(t, func(t *testing.T, v byte) {
+		c := dialRaw(t, target(t), v)
+		c.mustConnect("qos3", nil)
+		c.send([]byte{0x36, 5, 0, 1, 'a', 0, 1})
+		c.expectEnd(codec.MalformedPacket)
+	})
+}
+
+func TestPublishWithAWildcardInItsTopicIsAProtocolError(t *testing.T) {
+	c := dialRaw(t, target(t), codec.Version5)
+	c.mustConnect("wild", nil)
+	c.send([]byte{0x30, 6, 0, 3, 'a', '/', '+', 0})
+	c.expectDisconnect(codec.ProtocolError)
+}
+
+func TestTopicAliasAboveTheMaximumIsRefused(t *testing.T) {
+	c := dialRaw(t, target(t), codec.Version5)
+	c.mustConnect("alias", nil)
+	p := &codec.Publish{Topic: []byte("a/b"), Payload: []byte("x")}
+	p.Properties.TopicAlias = 17
+	p.Properties.Present.Set(codec.PropTopicAlias)
+	c.send(p.Append(nil, codec.Version5))
+	c.expectDisconnect(codec.TopicAliasInvalid)
+}
+
+func TestTopicAliasNeverRegisteredIsAProtocolError(t *testing.T) {
+	c := dialRaw(t, target(t), codec.Version5)
+	c.mustConnect("alias2", nil)
+	p := &codec.Publish{Payload: []byte("x")}
+	p.Properties.TopicAlias = 3
+	p.Properties.Present.Set(codec.PropTopicAlias)
+	c.send(p.Append(nil, codec.Version5))
+	c.expectDisconnect(codec.ProtocolError)
+}
+
+func TestTopicAliasRegisteredThenUsedReachesTheSubscriber(t *testing.T) {
+	addr := target(t)
+	sub := dialRaw(t, addr, codec.Version5)
+	sub.mustConnect("alias-sub", nil)
+	sub.subscribe(1, "aliased/#", 0)
+	c := dialRaw(t, addr, codec.Version5)
+	c.mustConnect("alias3", nil)
+	first := &codec.Publish{Topic: []byte("aliased/topic"), Payload: []byte("1")}
+	first.Properties.TopicAlias = 16
+	first.Properties.Present.Set(codec.PropTopicAlias)
+	c.send(first.Append(nil, codec.Version5))
+	second := &codec.Publish{Payload: []byte("2")}
+	second.Properties.TopicAlias = 16
+	second.Properties.Present.Set(codec.PropTopicAlias)
+	c.send(second.Append(nil, codec.Version5))
+	for _, want := range []string{"1", "2"} {
+		p := sub.expectPublish()
+		if string(p.Topic) != "aliased/topic" || string(p.Payload) != want || p.Properties.Present.Has(codec.PropTopicAlias) {
+			t.Fatalf("got %q %q alias present %v, want the full topic and no alias", p.Topic, p.Payload, p.Properties.Present.Has(codec.PropTopicAlias))
+		}
+	}
+}
+
+func TestMoreUnfinishedQoS2ExchangesThanReceiveMaximumIsRefused(t *testing.T) {
+	c := dialRaw(t, target(t), codec.Version5)
+	ack := c.mustConnect("qos2", nil)
+	limit := int(ack.Properties.ReceiveMaximum)
+	if !ack.Properties.Present.Has(codec.PropReceiveMaximum) {
+		limit = 65535
+	}
+	for i := 1; i <= limit; i++ {
+		c.publish("q2/x", []byte("x"), 2, uint16(i))
+		if h, _ := c.read(); h.Type != codec.TypePubrec {
+			t.Fatalf("publish %d: want PUBREC, got %s", i, h.Type)
+		}
+	}
+	c.publish("q2/x", []byte("x"), 2, uint16(limit+1))
+	c.expectDisconnect(codec.ReceiveMaximumExceeded)
+}
+
+func TestQoS2PublishIsReleasedWithPubcomp(t *testing.T) {
+	versions(t, func(t *testing.T, v byte) {
+		addr := target(t)
+		sub := dialRaw(t, addr, v)
+		sub.mustConnect("q2-sub", nil)
+		sub.subscribe(1, "q2e/#", 2)
+		c := dialRaw(t, addr, v)
+		c.mustConnect("q2-pub", nil)
+		c.publish("q2e/x", []byte("once"), 2, 9)
+		if h, _ := c.read(); h.Type != codec.TypePubrec {
+			t.Fatalf("want PUBREC, got %s", h.Type)
+		}
+		rel := &codec.Ack{Type: codec.TypePubrel, PacketID: 9}
+		c.send(rel.Append(nil, v))
+		if h, _ := c.read(); h.Type != codec.TypePubcomp {
+			t.Fatalf("want PUBCOMP, got %s", h.Type)
+		}
+		if p := sub.expectPublish(); string(p.Payload) != "once" || p.QoS != 2 {
+			t.Fatalf("got %q at QoS %d", p.Payload, p.QoS)
+		}
+	})
+}
