@@ -8,24 +8,75 @@ import (
 	"saguin/store"
 )
 
-// logStore is an append channel or a queue's dead-letter channel. Live
-// records are recs[dead:], at contiguous offsets floor, floor+1, ... next-1,
-// so an offset is found by subtraction. Removal from the front clears the
-// removed slots at once (the payload is unreachable the moment it stops being
-// counted) and compacts only when the dead prefix reaches half the slice.
+// chunkSize is how many records one block of a log holds; firstChunkCap is
+// where a new channel's first block starts.
+const (
+	chunkSize     = 1024
+	firstChunkCap = 8
+)
+
+// logStore is an append channel or a queue's dead-letter channel. Records
+// live in fixed-size chunks at contiguous offsets floor, floor+1, ... next-1,
+// so an offset is found by subtraction, and growing never copies what is
+// already kept: an append allocates no more than the record it keeps
+// (a new chunk every chunkSize records). Removal from the front clears each
+// removed slot at once - the payload is unreachable the moment it stops being
+// counted - and drops a chunk when its last record goes, so nothing is ever
+// shuffled under the channel's lock.
 type logStore struct {
 	p    *Provider
 	name string
 
-	mu    sync.Mutex
-	opts  store.ChannelOptions
-	recs  []store.Record
-	dead  int
-	next  uint64
-	floor uint64
-	bytes int64
-	pos   positionSet
-	holds holdSet
+	mu     sync.Mutex
+	opts   store.ChannelOptions
+	chunks [][]store.Record
+	head   int // index in chunks[0] of the record at floor
+	live   int
+	next   uint64
+	floor  uint64
+	bytes  int64
+	pos    positionSet
+	holds  holdSet
+}
+
+// at is the record at offset o (floor <= o < next).
+func (l *logStore) at(o uint64) *store.Record {
+	i := l.head + int(o-l.floor)
+	return &l.chunks[i/chunkSize][i%chunkSize]
+}
+
+// push appends r to the last chunk, opening a new one when it is full. A
+// channel's first chunk starts small and grows (many small channels must not
+// each hold a full chunk); every later one is allocated whole, so a long
+// channel's append allocates exactly the record it keeps.
+func (l *logStore) push(r *store.Record) {
+	n := len(l.chunks)
+	if n == 0 || len(l.chunks[n-1]) == chunkSize {
+		c := firstChunkCap
+		if n > 0 || l.floor > 1 {
+			c = chunkSize
+		}
+		l.chunks = append(l.chunks, make([]store.Record, 0, c))
+		n++
+	}
+	l.chunks[n-1] = append(l.chunks[n-1], *r)
+	l.live++
+}
+
+// popFront clears the record at floor and returns its size.
+func (l *logStore) popFront() int64 {
+	r := &l.chunks[0][l.head]
+	size := store.RecordSize(r)
+	*r = store.Record{}
+	l.head++
+	l.live--
+	l.floor++
+	if l.head == chunkSize {
+		l.chunks[0] = nil
+		l.chunks = l.chunks[1:]
+		l.head = 0
+	}
+	return size
 }
 
 func newLogStore(p *Provider, name string, opts store.ChannelOptions) *logStore {
@@ -54,11 +105,10 @@ func (l *logStore) restore(d *channelData) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.next, l.floor = d.next, d.floor
-	l.recs = d.records
-	l.dead = 0
-	l.bytes = 0
-	for i := range l.recs {
-		l.bytes += store.RecordSize(&l.recs[i])
+	l.chunks, l.head, l.live, l.bytes = nil, 0, 0, 0
+	for i := range d.records {
+		l.push(&d.records[i])
+		l.bytes += store.RecordSize(&d.records[i])
 	}
 	l.p.chargeRelief(l.bytes)
 	l.p.restorePositions(l.name, &l.pos, d.positions)
@@ -97,7 +147,7 @@ func (l *logStore) Bytes() int64 {
 func (l *logStore) Len() int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return len(l.recs) - l.dead
+	return l.live
 }
 
 // SetMaxBytes implements store.AppendLog.
@@ -128,7 +178,7 @@ func (l *logStore) Append(r store.Record) (store.Record, error) {
 func (l *logStore) appendLocked(r *store.Record, size int64) {
 	r.Offset = l.next
 	l.next++
-	l.recs = append(l.recs, *r)
+	l.push(r)
 	l.bytes += size
 }
 
@@ -155,12 +205,13 @@ func (l *logStore) ReadFrom(from uint64, max int, dst []store.Record) (store.Win
 	if from >= l.next || max <= 0 {
 		return w, nil
 	}
-	i := l.dead + int(from-l.floor)
-	end := len(l.recs)
-	if end-i > max {
-		end = i + max
+	end := l.next
+	if end-from > uint64(max) {
+		end = from + uint64(max)
 	}
-	w.Records = append(w.Records, l.recs[i:end]...)
+	for o := from; o < end; o++ {
+		w.Records = append(w.Records, *l.at(o))
+	}
 	return w, nil
 }
 
@@ -171,10 +222,9 @@ func (l *logStore) ReadFrom(from uint64, max int, dst []store.Record) (store.Win
 func (l *logStore) FirstAtOrAfter(t time.Time) (uint64, bool, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	for i := l.dead; i < len(l.recs); i++ {
-		rt := l.recs[i].Time
-		if !rt.IsZero() && !rt.Before(t) {
-			return l.recs[i].Offset, true, nil
+	for o := l.floor; o < l.next; o++ {
+		if rt := l.at(o).Time; !rt.IsZero() && !rt.Before(t) {
+			return o, true, nil
 		}
 	}
 	return 0, false, nil
@@ -186,16 +236,16 @@ func (l *logStore) Trim(before time.Time, maxBytes int64) (int, int64, error) {
 	oldFloor := l.floor
 	removed, freed := 0, int64(0)
 	remove := func() {
-		r := &l.recs[l.dead]
-		freed += store.RecordSize(r)
-		l.bytes -= store.RecordSize(r)
-		*r = store.Record{}
-		l.dead++
+		// The floor rises with each removal, under the same lock
+		// (invariant 1): no reader sees the rows gone and the floor not.
+		size := l.popFront()
+		freed += size
+		l.bytes -= size
 		removed++
 	}
 	if !before.IsZero() {
-		for l.dead < len(l.recs) {
-			t := l.recs[l.dead].Time
+		for l.live > 0 {
+			t := l.at(l.floor).Time
 			// A record with no time is never too old (it would read as 1754).
 			if t.IsZero() || !t.Before(before) {
 				break
@@ -204,40 +254,18 @@ func (l *logStore) Trim(before time.Time, maxBytes int64) (int, int64, error) {
 		}
 	}
 	if maxBytes > 0 {
-		for l.dead < len(l.recs) && l.bytes > maxBytes {
+		for l.live > 0 && l.bytes > maxBytes {
 			remove()
 		}
 	}
 	var lost []string
 	if removed > 0 {
-		// The floor rises in the same operation as the removal (invariant 1).
-		l.floor += uint64(removed)
 		lost = l.pos.passed(oldFloor, l.floor)
 		l.p.refund(freed)
-		l.compact()
 	}
 	l.mu.Unlock()
 	l.p.reportRemoved(l.name, removed, lost)
 	return removed, freed, nil
-}
-
-// compact drops the dead prefix once it is half the slice, reallocating when
-// the backing array has grown far beyond what is live.
-func (l *logStore) compact() {
-	if l.dead == 0 || l.dead < len(l.recs)/2 {
-		return
-	}
-	live := len(l.recs) - l.dead
-	if cap(l.recs) > 4*live+64 {
-		n := make([]store.Record, live, 2*live+16)
-		copy(n, l.recs[l.dead:])
-		l.recs = n
-	} else {
-		copy(l.recs, l.recs[l.dead:])
-		clear(l.recs[live:])
-		l.recs = l.recs[:live]
-	}
-	l.dead = 0
 }
 
 func (l *logStore) sweepSize() (int, error) {
@@ -348,19 +376,27 @@ func (l *logStore) Held() ([]store.Held, error) {
 	return l.holds.list(), nil
 }
 
-// copyOut copies the channel's state for a snapshot: the live records only,
-// never the dead prefix (a snapshot of the whole slice would restore records
-// below the stored floor).
+// copyOut copies the channel's state for a snapshot: the records from floor
+// to next only, never a cleared slot (one written would restore records below
+// the stored floor, contradicting the channel's two numbers at the next start).
+
 func (l *logStore) copyOut() channelData {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return channelData{
+	d := channelData{
 		next:      l.next,
 		floor:     l.floor,
-		records:   append([]store.Record(nil), l.recs[l.dead:]...),
+		records:   make([]store.Record, 0, l.live),
 		positions: l.pos.sorted(),
 		holds:     l.holds.list(),
 	}
+	for i, c := range l.chunks {
+		if i == 0 {
+			c = c[l.head:]
+		}
+		d.records = append(d.records, c...)
+	}
+	return d
 }
 
 var _ store.AppendLog = (*logStore)(nil)

@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"log/slog"
 	"path/filepath"
-	"sort"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -316,8 +315,8 @@ func lenHolds(c *channelData) int {
 	return len(c.holds)
 }
 
-// stores lists every open store in name order, copied under the provider's
-// lock so that sweeps and snapshots never hold it while they work.
+// stores lists every open store, copied under the provider's lock so that
+// sweeps and snapshots never hold it while they work.
 func (p *Provider) stores() (logs []*logStore, latests []*latestStore, queues []*queueStore) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -330,9 +329,6 @@ func (p *Provider) stores() (logs []*logStore, latests []*latestStore, queues []
 	for _, q := range p.queues {
 		queues = append(queues, q)
 	}
-	sort.Slice(logs, func(i, j int) bool { return logs[i].name < logs[j].name })
-	sort.Slice(latests, func(i, j int) bool { return latests[i].name < latests[j].name })
-	sort.Slice(queues, func(i, j int) bool { return queues[i].name < queues[j].name })
 	return logs, latests, queues
 }
 
