@@ -22,7 +22,7 @@ func (l *loader) bridges(n *node) {
 		if name == "" || hasControl(name) {
 			l.c.atLine(o.n.file, o.n.keyLine[i], key, " %q is not a bridge name: it is non-empty and holds no control character", name)
 		}
-		b := l.bridge(l.c.object(o.n.vals[i], key), name, key)
+		b := l.bridge(o.child(name), name, key)
 		b.ConfiguredIn, b.Line = l.absOf(o.n.file), o.n.keyLine[i]
 		byName[name] = b
 	}

@@ -114,17 +114,17 @@ func (l *loader) broker(b *obj) {
 	if p, ok := b.absPath("pid_file", "the file the process writes its id to", false); ok {
 		br.PIDFile = p
 	}
-	l.mqtt(l.c.object(b.get("mqtt"), "broker.mqtt"))
+	l.mqtt(b.child("mqtt"))
 	if b.has("operations") {
-		l.operations(l.c.object(b.get("operations"), "broker.operations"), b.get("operations"))
+		l.operations(b.child("operations"), b.get("operations"))
 	} else {
 		b.get("operations")
 	}
-	l.storage(l.c.object(b.get("storage"), "broker.storage"), b)
-	l.retained(l.c.object(b.get("retained"), "broker.retained"))
-	l.qos2(l.c.object(b.get("qos2"), "broker.qos2"))
-	l.share(l.c.object(b.get("share"), "broker.share"))
-	l.session(l.c.object(b.get("session"), "broker.session"))
+	l.storage(b.child("storage"), b)
+	l.retained(b.child("retained"))
+	l.qos2(b.child("qos2"))
+	l.share(b.child("share"))
+	l.session(b.child("session"))
 	b.get("limits") // read first, by load
 	b.done()
 }

@@ -51,7 +51,9 @@ func (l *loader) channels(n *node) {
 			if err := ValidateChannelName(name); err != nil {
 				l.c.atLine(g.file, g.n.keyLine[i], key, " %q is not a channel name: %v", name, err)
 			}
-			ch := l.channel(l.c.object(g.n.vals[i], key), name, key)
+			co := l.c.object(g.n.vals[i], key)
+			co.home, co.file = g.n.keyLine[i], g.file
+			ch := l.channel(co, name, key)
 			ch.ConfiguredIn, ch.Line = g.absFile, g.n.keyLine[i]
 			seen[name] = ch
 			order = append(order, ch)
@@ -162,7 +164,7 @@ func (l *loader) queue(o *obj, ch *Channel, key string) {
 		o.at("visibility_timeout", " %s is not less than job_expires_after (%s): a job would expire before its first lease ran out; lower visibility_timeout or raise job_expires_after",
 			FormatDuration(ch.VisibilityTimeout), FormatDuration(ch.JobExpiresAfter))
 	}
-	r := l.c.object(o.get("retry"), key+".retry")
+	r := o.child("retry")
 	ch.Retry.MaxAttempts = int(r.integer("max_attempts", 5, intSpec{min: 1, max: 1 << 20, why: "a job is attempted at least once"}))
 	ch.Retry.Backoff = r.enum("backoff", BackoffNone, BackoffNone, BackoffLinear, BackoffExponential)
 	ch.Retry.BackoffBase = r.duration("backoff_base", 0, durSpec{min: time.Second})

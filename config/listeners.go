@@ -15,8 +15,7 @@ import (
 // listeners of a kind"). The MQTT block gets one tcp door on :1883 when it
 // names none; the operations block has no default.
 func (l *loader) listeners(parent *obj, key string, operations bool) []Listener {
-	n := parent.get("listen")
-	o := l.c.object(n, key)
+	o := parent.child("listen")
 	kinds := []string{KindTCP, KindWS, KindUnix}
 	if operations {
 		kinds = []string{KindTCP, KindUnix}
@@ -31,7 +30,7 @@ func (l *loader) listeners(parent *obj, key string, operations bool) []Listener 
 		kindKey := key + "." + kind
 		switch v.kind {
 		case mapNode:
-			single := l.c.object(v, kindKey)
+			single := o.child(kind)
 			if single.has("name") {
 				single.at("name", " is written on a single door, whose name is its kind (%s); write the kind as a list to name its doors", kind)
 			}
@@ -41,6 +40,7 @@ func (l *loader) listeners(parent *obj, key string, operations bool) []Listener 
 		case seqNode:
 			for i, item := range v.items {
 				entry := l.c.object(item, fmt.Sprintf("%s[%d]", kindKey, i))
+				entry.home, entry.file = item.line, item.file
 				name, named := entry.str("name")
 				if named && !validDoorName(name) {
 					entry.at("name", " %q: a door's name holds letters, digits, -, _ and . only", name)
@@ -133,7 +133,7 @@ func (l *loader) door(o *obj, kind, key string, operations bool) Listener {
 				d.Address = a
 			}
 		} else if !o.has("address") {
-			l.c.at(o.n, key+".address", " is missing: a listener block with no address is a mistake rather than a default")
+			o.at("address", " is missing: a listener block with no address is a mistake rather than a default")
 		}
 		d.TLS = l.tls(o, key)
 		o.refuse("path", " is a unix listener's key; a %s listener takes address", kind)
@@ -147,7 +147,7 @@ func (l *loader) door(o *obj, kind, key string, operations bool) Listener {
 				d.Path = cleanUnixPath(p)
 			}
 		} else if !o.has("path") {
-			l.c.at(o.n, key+".path", " is missing: a Unix socket with no path is a mistake rather than a default")
+			o.at("path", " is missing: a Unix socket with no path is a mistake rather than a default")
 		}
 		d.Mode = 0o660
 		if s, _, ok := o.scalar("mode"); ok {
@@ -235,18 +235,18 @@ func (ops *Operations) passwordFile() string {
 }
 
 func (l *loader) tls(parent *obj, key string) *TLS {
-	n := parent.get("tls")
-	if n == nil {
+	if !parent.has("tls") {
+		parent.get("tls")
 		return nil
 	}
-	o := l.c.object(n, key+".tls")
+	o := parent.child("tls")
 	t := &TLS{MinVersion: "1.2"}
 	var ok bool
 	if t.CertFile, ok = o.absPath("cert_file", "the certificate chain", false); !ok && !o.has("cert_file") {
-		l.c.at(n, key+".tls.cert_file", " is missing: a tls block names a certificate and its key, and nothing is generated")
+		o.at("cert_file", " is missing: a tls block names a certificate and its key, and nothing is generated")
 	}
 	if t.KeyFile, ok = o.absPath("key_file", "the certificate's private key", false); !ok && !o.has("key_file") {
-		l.c.at(n, key+".tls.key_file", " is missing: a tls block names a certificate and its key, and nothing is generated")
+		o.at("key_file", " is missing: a tls block names a certificate and its key, and nothing is generated")
 	}
 	t.ClientCAFile, _ = o.absPath("client_ca_file", "the authorities client certificates are checked against", false)
 	req, reqWritten := o.boolean("require_certificate")

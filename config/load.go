@@ -99,7 +99,7 @@ func (l *loader) load(root *node) *Config {
 		l.c.atLine(l.display, 1, "broker", " is missing; it holds broker.id and broker.storage, which have no defaults")
 	}
 	b := l.c.object(bn, "broker")
-	l.cfg.Broker.Limits = l.limits(l.c.object(b.get("limits"), "broker.limits"))
+	l.cfg.Broker.Limits = l.limits(b.child("limits"))
 	l.broker(b)
 	l.channels(top.get("channels"))
 	l.bridges(top.get("bridges"))

@@ -17,6 +17,10 @@ type obj struct {
 	n    *node
 	path string
 	used map[string]bool
+	// home is the line of the key this mapping is the value of, where a
+	// finding about a key missing from it is reported.
+	home int
+	file string
 	// refused are keys that exist elsewhere and were refused here with a
 	// reason of their own; they are not offered as "the keys here".
 	refused map[string]bool
@@ -72,21 +76,35 @@ func (o *obj) has(k string) bool {
 
 func (o *obj) line(k string) int {
 	if o.n == nil {
-		return 0
+		return o.home
 	}
 	for i, key := range o.n.keys {
 		if key == k {
 			return o.n.keyLine[i]
 		}
 	}
+	if o.home > 0 {
+		return o.home
+	}
 	return o.n.line
+}
+
+// child reads the mapping under key k, remembering k's line for findings
+// about keys missing from it.
+func (o *obj) child(k string) *obj {
+	c := o.c.object(o.get(k), o.key(k))
+	c.home, c.file = o.line(k), o.file
+	if o.n != nil {
+		c.file = o.n.file
+	}
+	return c
 }
 
 // at reports a finding about key k of this mapping, at the line k is on.
 func (o *obj) at(k, format string, args ...any) {
-	file, line := "", 0
+	file, line := o.file, o.line(k)
 	if o.n != nil {
-		file, line = o.n.file, o.line(k)
+		file = o.n.file
 	}
 	o.c.atLine(file, line, o.key(k), format, args...)
 }

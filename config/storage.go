@@ -48,7 +48,9 @@ func (l *loader) storage(o *obj, b *obj) {
 			if name == "" || hasControl(name) {
 				l.c.atLine(g.file, g.n.keyLine[i], key, " %q is not a provider name: it is non-empty and holds no control character", name)
 			}
-			p := l.provider(l.c.object(g.n.vals[i], key), name, key)
+			po := l.c.object(g.n.vals[i], key)
+			po.home, po.file = g.n.keyLine[i], g.file
+			p := l.provider(po, name, key)
 			p.ConfiguredIn, p.Line = g.absFile, g.n.keyLine[i]
 			byName[name] = p
 		}
