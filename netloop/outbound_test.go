@@ -1,0 +1,79 @@
+package netloop
+
+import "testing"
+
+func msgOf(n int) *Message { return &Message{Topic: []byte("t"), Payload: make([]byte, n)} }
+
+func TestQoS0DeliveryPastTheQueueBoundIsShed(t *testing.T) {
+	q := outQueue{limit: 1000}
+	if !q.push(outEntry{msg: msgOf(600)}) {
+		t.Fatal("first delivery shed")
+	}
+	if q.push(outEntry{msg: msgOf(600)}) {
+		t.Fatal("a QoS 0 delivery past the bound was queued")
+	}
+	if q.dropped != 1 || q.n != 1 {
+		t.Fatalf("dropped %d queued %d, want 1 and 1", q.dropped, q.n)
+	}
+}
+
+func TestQoS1DeliveryPastTheQueueBoundMakesRoomByDroppingTheOldest(t *testing.T) {
+	q := outQueue{limit: 1000}
+	first, second := msgOf(400), msgOf(400)
+	q.push(outEntry{msg: first, qos: 1})
+	q.push(outEntry{msg: second, qos: 1})
+	newest := msgOf(400)
+	if !q.push(outEntry{msg: newest, qos: 1}) {
+		t.Fatal("the QoS 1 delivery was refused")
+	}
+	if e, _ := q.peek(); e.msg != second {
+		t.Fatal("the oldest was not the one given up")
+	}
+	if q.dropped != 1 {
+		t.Fatalf("dropped %d, want 1", q.dropped)
+	}
+}
+
+func TestADeliveryLargerThanTheBoundIsQueuedWhenNothingElseIs(t *testing.T) {
+	q := outQueue{limit: 100}
+	if !q.push(outEntry{msg: msgOf(5000)}) {
+		t.Fatal("a delivery alone in its queue was shed for its size")
+	}
+}
+
+func TestQueueKeepsOrderAcrossGrowth(t *testing.T) {
+	q := outQueue{limit: 1 << 30}
+	var msgs []*Message
+	for i := 0; i < 100; i++ {
+		m := msgOf(i)
+		msgs = append(msgs, m)
+		q.push(outEntry{msg: m})
+		if i%3 == 0 {
+			e, _ := q.peek()
+			if e.msg != msgs[0] {
+				t.Fatal("order lost")
+			}
+			q.pop()
+			msgs = msgs[1:]
+		}
+	}
+	for len(msgs) > 0 {
+		e, ok := q.peek()
+		if !ok || e.msg != msgs[0] {
+			t.Fatal("order lost")
+		}
+		q.pop()
+		msgs = msgs[1:]
+	}
+	if q.bytes != 0 {
+		t.Fatalf("%d bytes counted in an empty queue", q.bytes)
+	}
+}
+
+func TestClosedQueueRefusesDeliveries(t *testing.T) {
+	q := outQueue{limit: 1000}
+	q.close()
+	if q.push(outEntry{msg: msgOf(1)}) {
+		t.Fatal("a closed queue took a delivery")
+	}
+}
