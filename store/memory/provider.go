@@ -193,6 +193,11 @@ func (p *Provider) Queue(name string, opts store.QueueOptions) (store.Queue, err
 	if err := p.kindFree(dlqName, kindAppend); err != nil {
 		return nil, err
 	}
+	if p.logs[dlqName] != nil {
+		// Opened on its own it was read from a file of its own, not from its
+		// queue's: two stores would then claim one channel.
+		return nil, fmt.Errorf("storage %s: dead-letter channel %s was opened before its queue %s: %w", p.opts.Name, dlqName, name, store.ErrKindMismatch)
+	}
 	dlq := newLogStore(p, dlqName, opts.DLQ)
 	q := newQueueStore(p, name, opts.MaxBytes, dlq)
 	if err := p.loadChannel(name, kindQueue, func(f *channelFile) error {

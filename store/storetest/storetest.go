@@ -832,6 +832,14 @@ func (s *script) queueFencing(t *testing.T) {
 	if _, err := q.DeadLetter(store.Delivery{Offset: cur.Offset}, "x", store.ReasonExpired, now); !errors.Is(err, store.ErrStaleDelivery) {
 		t.Errorf("epoch-0 dead-letter of a job out with a worker: %v, want ErrStaleDelivery", err)
 	}
+	// A refused move happened in neither half: the job is still out with its
+	// worker and the dead-letter channel's offset was not taken.
+	if q.DeadLetters().Next() != 1 || q.DeadLetters().Len() != 0 || q.Depth() != 1 {
+		t.Errorf("after refused moves: dlq next %d len %d, queue depth %d; want 1 0 1", q.DeadLetters().Next(), q.DeadLetters().Len(), q.Depth())
+	}
+	if st, ep, _ := q.State(cur.Offset); st != store.JobDelivering || ep != cur.Epoch {
+		t.Errorf("job after refused moves: state %v epoch %d, want delivering at %d", st, ep, cur.Epoch)
+	}
 }
 
 func (s *script) queueBackoff(t *testing.T) {
