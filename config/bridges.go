@@ -221,7 +221,7 @@ func (l *loader) checkTemplate(r *obj, filter, tmpl string, lim Limits) bool {
 	plus := strings.Count(filter, "+")
 	hash := strings.HasSuffix(filter, "#")
 	switch {
-	case strings.ContainsAny(tmpl, "+#"):
+	case strings.Contains(tmpl, "+") || strings.Contains(strings.ReplaceAll(tmpl, "$#", ""), "#"):
 		r.at("topic", " %q holds a + or #: a published topic carries no wildcard; use $1 … $N for the filter's + levels and $# for its # tail", tmpl)
 		return false
 	case strings.HasPrefix(tmpl, "/") || strings.HasSuffix(tmpl, "/"):
