@@ -43,6 +43,8 @@ type Provider struct {
 	lock *lockfile.Lock
 	wdb  *sql.DB
 	wc   *conn // the write connection; only the writer goroutine uses it
+	cdb  *sql.DB
+	ckpt *sql.Conn // the flusher's checkpoint connection
 	rdb  *sql.DB
 	// readers is the pool of read connections, each with its statements
 	// prepared at open, so a read never asks for a second connection while
@@ -66,7 +68,8 @@ type Provider struct {
 	commits CommitCounts // atomics, see Commits
 
 	flushStop, flushDone chan struct{}
-	flushFailing         bool // flusher goroutine only
+	flushFailing         bool      // flusher goroutine only
+	lastCheckpoint       time.Time // flusher goroutine only
 
 	mu       sync.Mutex // guards the maps below; never held across I/O
 	closed   bool
@@ -194,6 +197,13 @@ func (p *Provider) open() error {
 		c.Close()
 		return err
 	}
+	// The checkpointer copies committed pages from the log into the main
+	// file; it never writes content of its own.
+	p.cdb = sql.OpenDB(&connector{dsn: dsn(p.opts.FilePath, wq)})
+	p.cdb.SetMaxOpenConns(1)
+	if p.ckpt, err = p.cdb.Conn(context.Background()); err != nil {
+		return fmt.Errorf("checkpoint connection: %w", err)
+	}
 	if err := p.refreshBytes(); err != nil {
 		return err
 	}
@@ -318,6 +328,12 @@ func (p *Provider) checkSchema(c *sql.Conn, fresh bool) error {
 // writeHook runs on every new write connection, for what the connection
 // string cannot carry: the page ceiling (max_page_count) is connection state.
 func (p *Provider) writeHook(c *sqlite3.SQLiteConn) error {
+	// The writer never checkpoints: a checkpoint fsyncs, and paid on the
+	// write connection it stalls every publish behind it. The flusher
+	// checkpoints on a connection of its own instead (checkpointer).
+	if _, err := c.Exec("PRAGMA wal_autocheckpoint = 0", nil); err != nil {
+		return fmt.Errorf("wal_autocheckpoint: %w", err)
+	}
 	if p.publishPages > 0 {
 		if _, err := c.Exec("PRAGMA max_page_count = "+strconv.FormatInt(p.publishPages, 10), nil); err != nil {
 			return fmt.Errorf("max_page_count: %w", err)
@@ -420,6 +436,12 @@ func (p *Provider) closeConns() error {
 	if p.rdb != nil {
 		errs = append(errs, p.rdb.Close())
 	}
+	if p.ckpt != nil {
+		errs = append(errs, p.ckpt.Close())
+	}
+	if p.cdb != nil {
+		errs = append(errs, p.cdb.Close())
+	}
 	if p.wc != nil {
 		errs = append(errs, p.wc.close())
 	}
@@ -455,6 +477,8 @@ func (p *Provider) flushOnce() {
 	}
 	err := syncFile(p.opts.FilePath + "-wal")
 	if err == nil {
+		p.refreshBytesOnFlush()
+		p.checkpoint()
 		if p.flushFailing {
 			p.log.Info("forcing the write-ahead log to disk works again", "provider", p.opts.Name)
 		}
@@ -468,6 +492,41 @@ func (p *Provider) flushOnce() {
 		p.log.Error("acknowledged commits may not be on disk", "provider", p.opts.Name, "error", err)
 	}
 	p.flushFailing = true
+}
+
+// refreshBytesOnFlush reads the database's size on the flusher's own
+// connection after a commit, so the writer does not pay a statement per
+// transaction for a metric: saguin_provider_bytes lags by at most one
+// flush_interval.
+func (p *Provider) refreshBytesOnFlush() {
+	var pages int64
+	if err := p.ckpt.QueryRowContext(context.Background(), "PRAGMA page_count").Scan(&pages); err != nil {
+		p.log.Warn("reading the database size failed", "provider", p.opts.Name, "error", err)
+		return
+	}
+	p.bytes.Store(pages * p.pageSize)
+}
+
+// checkpointPeriod is how often, at most, the flusher copies the log into
+// the main file while something is being committed: one fsync of the main
+// file a second under load, none while idle, and the log bounded by about a
+// second of traffic (unless a reader holds it).
+const checkpointPeriod = time.Second
+
+// checkpoint runs a passive checkpoint on the flusher's own connection: it
+// never waits for the writer or a reader, and the writer, which has
+// automatic checkpoints turned off, never pays for it.
+func (p *Provider) checkpoint() {
+	if time.Since(p.lastCheckpoint) < checkpointPeriod {
+		return
+	}
+	p.lastCheckpoint = time.Now()
+	var busy, frames, copied int64
+	err := p.ckpt.QueryRowContext(context.Background(), "PRAGMA wal_checkpoint(PASSIVE)").Scan(&busy, &frames, &copied)
+	if err != nil {
+		p.storageError(fmt.Errorf("storage %s: checkpoint: %w", p.opts.Name, err))
+		p.log.Warn("checkpoint failed; the next one retries", "provider", p.opts.Name, "error", err)
+	}
 }
 
 func syncFile(path string) error {

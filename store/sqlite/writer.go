@@ -618,9 +618,6 @@ func (t *wtx) finish() {
 			f()
 		}
 		p.dirty.Store(true)
-		if err := p.refreshBytes(); err != nil {
-			p.log.Warn("reading the database size failed", "provider", p.opts.Name, "error", err)
-		}
 	}
 	t.touched, t.afters = nil, nil
 }
