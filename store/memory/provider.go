@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
@@ -67,6 +68,10 @@ func Open(opts store.MemoryOptions) (*Provider, error) {
 		return nil, fmt.Errorf("storage %s: max_bytes %d is below twice the reserve %d", opts.Name, opts.MaxBytes, opts.Reserve)
 	}
 	if opts.SnapshotDir != "" {
+		// A first start finds no directory: make it, private like the files.
+		if err := os.MkdirAll(opts.SnapshotDir, 0o700); err != nil {
+			return nil, fmt.Errorf("storage %s: snapshot_dir: %w", opts.Name, err)
+		}
 		l, err := lockfile.Acquire(filepath.Join(opts.SnapshotDir, LockName), opts.Name, 0)
 		if err != nil {
 			return nil, err
