@@ -4,9 +4,9 @@ import (
 	"fmt"
 	"sort"
 	"sync"
+	"time"
 
 	"saguin/store"
-	"time"
 )
 
 // sessState is one stored session with its window and broadcast-log cursor.
