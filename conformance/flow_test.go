@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"net"
 	"regexp"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -232,4 +233,35 @@ func TestQoS2PublishIsReleasedWithPubcomp(t *testing.T) {
 			t.Fatalf("got %q at QoS %d", p.Payload, p.QoS)
 		}
 	})
+}
+
+func TestPublishPropertiesReachTheSubscriberUnaltered(t *testing.T) {
+	addr := target(t)
+	sub := dialRaw(t, addr, codec.Version5)
+	sub.mustConnect("props-sub", nil)
+	sub.subscribe(1, "props/#", 1)
+	pub := dialRaw(t, addr, codec.Version5)
+	pub.mustConnect("props-pub", nil)
+	p := &codec.Publish{QoS: 1, PacketID: 1, Topic: []byte("props/x"), Payload: []byte("{}")}
+	p.Properties.ContentType = []byte("application/json")
+	p.Properties.Present.Set(codec.PropContentType)
+	p.Properties.CorrelationData = []byte{1, 2, 3}
+	p.Properties.Present.Set(codec.PropCorrelationData)
+	p.Properties.AddUser([]byte("k"), []byte("1"))
+	p.Properties.AddUser([]byte("k"), []byte("2"))
+	p.Properties.AddUser([]byte("a"), []byte("3"))
+	pub.send(p.Append(nil, codec.Version5))
+	pub.expectPuback(1)
+	got := sub.expectPublish()
+	pr := &got.Properties
+	if string(pr.ContentType) != "application/json" || string(pr.CorrelationData) != "\x01\x02\x03" {
+		t.Fatalf("content type %q correlation % x", pr.ContentType, pr.CorrelationData)
+	}
+	var users []string
+	for _, u := range pr.User {
+		users = append(users, string(u.Key)+"="+string(u.Value))
+	}
+	if strings.Join(users, ",") != "k=1,k=2,a=3" {
+		t.Fatalf("user properties %v, want k=1,k=2,a=3 in order", users)
+	}
 }

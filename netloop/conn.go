@@ -356,8 +356,10 @@ func (c *Conn) flush() {
 		p := &sc.publish
 		p.Dup, p.QoS, p.Retain = false, e.qos, e.retain
 		p.Topic, p.Payload, p.PacketID = e.msg.Topic, e.msg.Payload, 0
-		if version == codec.Version5 {
-			p.Properties = e.msg.Props
+		if version == codec.Version5 && e.msg.Props != nil {
+			p.Properties = *e.msg.Props
+		} else {
+			p.Properties.Reset()
 		}
 		if c.clientMaxPkt > 0 && p.Size(version) > c.clientMaxPkt {
 			// MQTT-3.1.2-25: never send a packet above the client's maximum;
@@ -372,7 +374,11 @@ func (c *Conn) flush() {
 			c.inflightBytes += size
 		}
 		sc.out = p.Append(sc.out, version)
-		p.Properties = codec.Properties{}
+		if e.msg.Props != nil {
+			// Never keep the message's slices in scratch: a later decode
+			// would append into memory every delivery shares.
+			p.Properties = codec.Properties{}
+		}
 		c.out.pop()
 	}
 	c.flushScratch(sc)

@@ -10,8 +10,10 @@ type Message struct {
 	Payload []byte
 	// Props are the MQTT 5 properties a subscriber receives: what the
 	// publisher sent, without its Topic Alias (the broker never sends one)
-	// or Subscription Identifiers (they belong to the receiving subscription).
-	Props codec.Properties
+	// or Subscription Identifiers (they belong to the receiving
+	// subscription). Nil when there are none, which is the common case and
+	// keeps a message small.
+	Props *codec.Properties
 }
 
 // NewMessage copies what a delivery needs out of p, whose slices alias a read
@@ -35,13 +37,18 @@ func NewMessage(p *codec.Publish) *Message {
 	if p.Payload != nil && m.Payload == nil {
 		m.Payload = []byte{}
 	}
-	m.Props.Present = pr.Present
-	m.Props.Present &^= 1<<codec.PropTopicAlias | 1<<codec.PropSubscriptionID
-	m.Props.PayloadFormat = pr.PayloadFormat
-	m.Props.MessageExpiry = pr.MessageExpiry
-	m.Props.ContentType = take(pr.ContentType)
-	m.Props.ResponseTopic = take(pr.ResponseTopic)
-	m.Props.CorrelationData = take(pr.CorrelationData)
+	forwarded := pr.Present &^ (1<<codec.PropTopicAlias | 1<<codec.PropSubscriptionID)
+	if forwarded == 0 && len(pr.User) == 0 {
+		return m
+	}
+	m.Props = &codec.Properties{
+		Present:         forwarded,
+		PayloadFormat:   pr.PayloadFormat,
+		MessageExpiry:   pr.MessageExpiry,
+		ContentType:     take(pr.ContentType),
+		ResponseTopic:   take(pr.ResponseTopic),
+		CorrelationData: take(pr.CorrelationData),
+	}
 	if len(pr.User) > 0 {
 		m.Props.User = make([]codec.UserProperty, len(pr.User))
 		for i, u := range pr.User {
@@ -54,9 +61,12 @@ func NewMessage(p *codec.Publish) *Message {
 // Size is what the message is charged against an outbound queue's bound:
 // its bytes and the fixed cost of the entry that holds it.
 func (m *Message) Size() int {
-	n := len(m.Topic) + len(m.Payload) + len(m.Props.ContentType) + len(m.Props.ResponseTopic) + len(m.Props.CorrelationData)
-	for _, u := range m.Props.User {
-		n += len(u.Key) + len(u.Value)
+	n := len(m.Topic) + len(m.Payload)
+	if pr := m.Props; pr != nil {
+		n += len(pr.ContentType) + len(pr.ResponseTopic) + len(pr.CorrelationData)
+		for _, u := range pr.User {
+			n += len(u.Key) + len(u.Value)
+		}
 	}
 	return n + outEntryCost
 }
