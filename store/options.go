@@ -32,7 +32,9 @@ type QueueOptions struct {
 }
 
 // Hooks are how a provider reports what the metrics count (RFC 0005). Any
-// may be nil. They are called without any store lock held and must not block.
+// may be nil. They must not block and must not call back into the provider:
+// the retention hooks run after the channel's lock is released, but
+// PositionExpired and HoldAbandoned run while a store is being opened.
 type Hooks struct {
 	// RetentionRemoved: retention (by age or size) removed n records of a
 	// channel (saguin_channel_retention_removed_total).

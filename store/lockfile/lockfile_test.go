@@ -2,6 +2,7 @@ package lockfile
 
 import (
 	"errors"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -30,4 +31,26 @@ func TestSecondHolderOfALockIsRefusedNamingIt(t *testing.T) {
 		t.Fatalf("acquire after release (stale lock file): %v", err)
 	}
 	l2.Release()
+}
+
+func TestLockPathWithSpacesAndPercentIsTheFileNamed(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "a dir %20 with?odd#chars")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "saguin.lock")
+	l, err := Acquire(path, "local", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Release()
+	if st, err := os.Stat(path); err != nil || st.Size() == 0 {
+		t.Fatalf("the lock is not in the file named: %v", err)
+	}
+	if st, _ := os.Stat(path); st.Mode().Perm() != 0o600 {
+		t.Fatalf("lock file mode %v, want 0600", st.Mode().Perm())
+	}
+	if _, err := Acquire(path, "other", 0); !errors.Is(err, store.ErrLocked) {
+		t.Fatalf("second acquire: %v", err)
+	}
 }
