@@ -282,8 +282,8 @@ func (b *Broker) Unsubscribe(c netloop.Client, f []byte) codec.ReasonCode {
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	s := sh.sessions[id]
-	if s == nil {
-		return codec.NoSubscriptionExisted
+	if s == nil || s.client.Load() == nil || s.client.Load().c != c {
+		return codec.NoSubscriptionExisted // taken over: not this connection's session
 	}
 	if _, ok := s.filters[filter]; !ok {
 		return codec.NoSubscriptionExisted
