@@ -279,7 +279,24 @@ func (p *Provider) Sessions() (store.Sessions, error) {
 		}
 	}
 	p.sessions = s
+	p.warnIfOverBound()
 	return s, nil
+}
+
+// warnIfOverBound says once, at load, that a snapshot written under a larger
+// max_bytes left the provider over its bound: it loads whole and refuses
+// publishes, subscriptions and Wills until there is room (RFC 0002).
+func (p *Provider) warnIfOverBound() {
+	limit := p.opts.MaxBytes - p.opts.Reserve
+	if p.opts.MaxBytes <= 0 || p.used.Load() <= limit {
+		return
+	}
+	var sessions int64
+	if p.sessions != nil {
+		sessions = p.sessions.bytes()
+	}
+	p.log.Warn("storage provider loaded over its max_bytes: publishes, subscriptions and Wills are refused until there is room",
+		"provider", p.opts.Name, "bytes", p.used.Load(), "max_bytes", p.opts.MaxBytes, "reserve", p.opts.Reserve, "session_bytes", sessions)
 }
 
 // loadChannel reads name's snapshot file, if there is one, into a store.

@@ -93,6 +93,17 @@ func (s *sessionStore) restore(st *sessionsState) error {
 	return nil
 }
 
+// bytes is what the sessions count against the provider.
+func (s *sessionStore) bytes() int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var n int64
+	for _, ss := range s.sessions {
+		n += ss.size
+	}
+	return n
+}
+
 // Put implements store.Sessions.
 func (s *sessionStore) Put(sess store.Session) error {
 	size := store.SessionSize(&sess)
