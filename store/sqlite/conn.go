@@ -21,7 +21,7 @@ type conn struct {
 	begin, commit, rollback *sql.Stmt
 	pageCount               *sql.Stmt
 
-	channelByName, insertChannel, updateCounters, updateFloor *sql.Stmt
+	channelByName, insertChannel, updateCounters, updateFloor, setCounters *sql.Stmt
 
 	insertRecord, readRecords, readWindowHead, firstAtOrAfter *sql.Stmt
 	oldestRecords, deleteRecordsBelow                         *sql.Stmt
@@ -29,7 +29,7 @@ type conn struct {
 	latestGet, latestGetFull, latestTrimmable, latestUpdate, latestInsert, latestChanges, latestCount *sql.Stmt
 	latestOldest, latestDeleteRow, latestRange                                                        *sql.Stmt
 
-	queueInsert, queueMin, queueRead, queueGet, queueLease, queueDelete, queueSums, queueExpired *sql.Stmt
+	queueInsert, queueSetAttempts, queueMin, queueRead, queueGet, queueLease, queueDelete, queueSums, queueExpired *sql.Stmt
 
 	positionGet, positionSave, positionDrop, positionLowest, positionsAll *sql.Stmt
 
@@ -61,6 +61,7 @@ func (c *conn) statements() []struct {
 		{&c.channelByName, `SELECT id, kind, next, floor, bytes FROM channels WHERE name = ?`},
 		{&c.insertChannel, `INSERT INTO channels (name, kind, next, floor, bytes) VALUES (?, ?, 1, 1, 0)`},
 		{&c.updateCounters, `UPDATE channels SET next = ?, bytes = ? WHERE id = ?`},
+		{&c.setCounters, `UPDATE channels SET next = ?, floor = ?, bytes = ? WHERE id = ?`},
 		{&c.updateFloor, `UPDATE channels SET floor = ?, bytes = ? WHERE id = ?`},
 
 		{&c.insertRecord, `INSERT INTO records (channel, offset, ` + recordCols + `, for_shares, owed_to) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`},
@@ -84,6 +85,7 @@ func (c *conn) statements() []struct {
 		{&c.latestRange, `SELECT offset, deleted, ` + recordCols + ` FROM latest_values WHERE channel = ? AND deleted = 0 ORDER BY topic`},
 
 		{&c.queueInsert, `INSERT INTO queue_items (channel, offset, ` + recordCols + `, attempts, first_delivery, last_delivery) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, 0, 0)`},
+		{&c.queueSetAttempts, `UPDATE queue_items SET attempts = ?, first_delivery = ?, last_delivery = ? WHERE channel = ? AND offset = ?`},
 		{&c.queueMin, `SELECT min(offset) FROM queue_items WHERE channel = ?`},
 		{&c.queueRead, `SELECT offset, ` + recordCols + `, attempts, first_delivery, last_delivery FROM queue_items WHERE channel = ? AND offset >= ? ORDER BY offset LIMIT ?`},
 		{&c.queueGet, `SELECT offset, ` + recordCols + `, attempts, first_delivery, last_delivery FROM queue_items WHERE channel = ? AND offset = ?`},

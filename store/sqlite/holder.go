@@ -92,31 +92,37 @@ func (h holder) Held() ([]store.Held, error) {
 	ch := h.ch
 	var out []store.Held
 	err := ch.p.readConn(func(c *conn) error {
-		out = out[:0]
-		rows, err := c.holdList.Query(ch.id)
-		if err != nil {
-			return err
-		}
-		defer rows.Close()
-		for rows.Next() {
-			var x store.Held
-			var pid, at int64
-			var rs recordScan
-			if err := rows.Scan(append([]any{&x.ClientID, &pid, &at}, rs.dest()...)...); err != nil {
-				return err
-			}
-			if x.Record, err = rs.record(0); err != nil {
-				return err
-			}
-			x.PacketID, x.HeldAt = uint16(pid), store.FromUnixNanos(at)
-			out = append(out, x)
-		}
-		return rows.Err()
+		var err error
+		out, err = h.heldOn(c)
+		return err
 	})
 	if err != nil {
 		return nil, ch.p.mapErr("listing held publishes on "+ch.name, err)
 	}
 	return out, nil
+}
+
+func (h holder) heldOn(c *conn) ([]store.Held, error) {
+	rows, err := c.holdList.Query(h.ch.id)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []store.Held
+	for rows.Next() {
+		var x store.Held
+		var pid, at int64
+		var rs recordScan
+		if err := rows.Scan(append([]any{&x.ClientID, &pid, &at}, rs.dest()...)...); err != nil {
+			return nil, err
+		}
+		if x.Record, err = rs.record(0); err != nil {
+			return nil, err
+		}
+		x.PacketID, x.HeldAt = uint16(pid), store.FromUnixNanos(at)
+		out = append(out, x)
+	}
+	return out, rows.Err()
 }
 
 func getHeld(c *conn, chID int64, clientID string, packetID uint16) (store.Held, error) {
