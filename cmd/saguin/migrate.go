@@ -220,4 +220,3 @@ func toMemory(c *sqlite.Channel) *memory.Channel {
 	return &memory.Channel{Name: c.Name, Kind: c.Kind, Next: c.Next, Floor: c.Floor, Records: c.Records, Deleted: c.Deleted,
 		Jobs: c.Jobs, Positions: c.Positions, Held: c.Held, DeadLetters: toMemory(c.DeadLetters)}
 }
-
