@@ -65,7 +65,7 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 	}
 
 	// What it cost.
-	b.WriteString("\nWhat each run cost: the broker's CPU seconds over the measured window, its peak resident memory over the whole run (VmHWM), and the load generator's own CPU seconds over the window (the two share the machine).\n\n")
+	b.WriteString("\nWhat each run cost: the broker's CPU seconds over the measured window, its peak resident memory over the whole run (VmHWM), and the load generator's own CPU seconds over the window (the two share the machine; one cell for all brokers, the median of their medians with the range across brokers).\n\n")
 	b.WriteString("| case |")
 	for _, n := range names {
 		fmt.Fprintf(&b, " %s CPU s | %s peak MiB |", n, n)

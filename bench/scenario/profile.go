@@ -37,9 +37,9 @@ var Profiles = map[string]Profile{
 		FaninPublishers: 8, FaninPayload: 128, DrainTimeout: 5 * time.Second, ConnectConcurrency: 32,
 	},
 	"short": {
-		Name: "short", Warmup: 500 * time.Millisecond, Window: 2 * time.Second, Repetitions: 3,
+		Name: "short", Warmup: 500 * time.Millisecond, Window: 1500 * time.Millisecond, Repetitions: 3,
 		PubQ1Conns: []int{1, 8, 32, 256}, FanoutSubscribers: []int{100, 1000}, FanoutDeliveries: 50000,
-		LatencyRate: 1000, IdleConns: []int{1000, 10000}, SlowRate: 1000, SlowPayload: 1024, SlowFill: 3 * time.Second,
+		LatencyRate: 1000, IdleConns: []int{1000, 10000}, SlowRate: 1000, SlowPayload: 1024, SlowFill: 2 * time.Second,
 		FaninPublishers: 8, FaninPayload: 128, DrainTimeout: 10 * time.Second, ConnectConcurrency: 32,
 	},
 	"full": {
