@@ -256,18 +256,21 @@ func (l *latestStore) sweepAge(now time.Time) int {
 	return n
 }
 
-// compact removes gone slots once they are half the slice.
+// compact removes gone slots once they are half the slice, in place: the
+// survivors move down within the same array (each written at or before where
+// it is read), so a channel whose topics are replaced allocates nothing.
 func (l *latestStore) compact() {
 	if l.gone == 0 || l.gone < len(l.entries)/2 {
 		return
 	}
-	live := make([]latestEntry, 0, 2*(len(l.entries)-l.gone)+16)
+	live := l.entries[:0]
 	for i := range l.entries {
 		if !l.entries[i].gone {
 			l.topics[l.entries[i].v.Topic] = len(live)
 			live = append(live, l.entries[i])
 		}
 	}
+	clear(l.entries[len(live):])
 	l.entries = live
 	l.gone = 0
 }
