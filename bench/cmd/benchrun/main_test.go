@@ -1,0 +1,33 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestAnUnknownProfileIsRefusedBeforeAnythingRuns(t *testing.T) {
+	var out, errs bytes.Buffer
+	if code := run([]string{"-profile", "medium"}, &out, &errs); code != 2 || !strings.Contains(errs.String(), `no profile "medium"`) {
+		t.Fatalf("exit %d, stderr %q", code, errs.String())
+	}
+}
+
+func TestAnUnknownScenarioIsRefusedBeforeAnythingRuns(t *testing.T) {
+	var out, errs bytes.Buffer
+	if code := run([]string{"-scenarios", "fanin-q2"}, &out, &errs); code != 2 || !strings.Contains(errs.String(), `"fanin-q2"`) {
+		t.Fatalf("exit %d, stderr %q", code, errs.String())
+	}
+}
+
+func TestModuleRootIsFoundFromInsideTheTree(t *testing.T) {
+	root, err := moduleRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(root, "bench", "cmd", "benchrun", "main.go")); err != nil {
+		t.Fatalf("module root %q does not hold this command: %v", root, err)
+	}
+}
