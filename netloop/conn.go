@@ -87,9 +87,12 @@ type scratch struct {
 	unsuback codec.Unsuback
 	disc     codec.Disconnect
 	out      []byte
+	batch    []outEntry
 }
 
-var scratchPool = sync.Pool{New: func() any { return &scratch{out: make([]byte, 0, 4096)} }}
+var scratchPool = sync.Pool{New: func() any {
+	return &scratch{out: make([]byte, 0, 4096), batch: make([]outEntry, 0, flushBatch)}
+}}
 
 func newConn(s *Server, t Transport, door string, arrivedAt time.Time) *Conn {
 	c := &Conn{srv: s, t: t, door: door, arrivedAt: arrivedAt.UnixNano()}
@@ -339,6 +342,9 @@ func (c *Conn) windowOpen() bool {
 	return len(c.inflight) < c.clientRecvMax && c.inflightBytes < c.srv.opts.SessionQueueBytes/2
 }
 
+// flushBatch is how many queued deliveries flush takes per lock.
+const flushBatch = 64
+
 // flush moves deliveries from the queue to the transport, in order, while the
 // transport holds less than outboundCap and the window allows.
 func (c *Conn) flush() {
@@ -346,27 +352,44 @@ func (c *Conn) flush() {
 	defer scratchPool.Put(sc)
 	version := c.Version()
 	for c.t.Buffered()+len(sc.out) < outboundCap {
-		e, ok := c.out.peek()
-		if !ok {
+		batch := c.out.snapshot(sc.batch[:0])
+		if len(batch) == 0 {
 			break
 		}
-		if e.qos > 0 && !c.windowOpen() {
+		var through uint64
+		blocked := false
+		for _, e := range batch {
+			if c.t.Buffered()+len(sc.out) >= outboundCap || (e.qos > 0 && !c.windowOpen()) {
+				blocked = true
+				break
+			}
+			through = e.seq
+			c.encode(sc, e, version)
+		}
+		clear(batch) // the pool must not keep messages alive
+		c.out.popThrough(through)
+		if blocked {
 			break
 		}
-		p := &sc.publish
-		p.Dup, p.QoS, p.Retain = false, e.qos, e.retain
-		p.Topic, p.Payload, p.PacketID = e.msg.Topic, e.msg.Payload, 0
-		if version == codec.Version5 && e.msg.Props != nil {
-			p.Properties = *e.msg.Props
-		} else {
-			p.Properties.Reset()
-		}
-		if c.clientMaxPkt > 0 && p.Size(version) > c.clientMaxPkt {
-			// MQTT-3.1.2-25: never send a packet above the client's maximum;
-			// the delivery is discarded as if delivered.
-			c.out.pop()
-			continue
-		}
+	}
+	c.flushScratch(sc)
+	c.noteProgress()
+}
+
+// encode appends one delivery's PUBLISH to sc.out, taking a packet
+// identifier and a place in the window for QoS 1 and 2.
+func (c *Conn) encode(sc *scratch, e outEntry, version byte) {
+	p := &sc.publish
+	p.Dup, p.QoS, p.Retain = false, e.qos, e.retain
+	p.Topic, p.Payload, p.PacketID = e.msg.Topic, e.msg.Payload, 0
+	if version == codec.Version5 && e.msg.Props != nil {
+		p.Properties = *e.msg.Props
+	} else {
+		p.Properties.Reset()
+	}
+	// MQTT-3.1.2-25: never send a packet above the client's Maximum Packet
+	// Size; such a delivery is discarded as if delivered.
+	if fits := c.clientMaxPkt == 0 || p.Size(version) <= c.clientMaxPkt; fits {
 		if e.qos > 0 {
 			p.PacketID = c.nextPacketID()
 			size := e.msg.Size()
@@ -374,15 +397,12 @@ func (c *Conn) flush() {
 			c.inflightBytes += size
 		}
 		sc.out = p.Append(sc.out, version)
-		if e.msg.Props != nil {
-			// Never keep the message's slices in scratch: a later decode
-			// would append into memory every delivery shares.
-			p.Properties = codec.Properties{}
-		}
-		c.out.pop()
 	}
-	c.flushScratch(sc)
-	c.noteProgress()
+	if e.msg.Props != nil {
+		// Never keep the message's slices in scratch: a later decode would
+		// append into memory every delivery shares.
+		p.Properties = codec.Properties{}
+	}
 }
 
 // nextPacketID returns an identifier no delivery in flight holds.

@@ -11,6 +11,7 @@ type outEntry struct {
 	msg    *Message
 	qos    byte
 	retain bool
+	seq    uint64 // position in the queue, so a drained batch pops exactly itself
 }
 
 // outQueue holds the deliveries a connection has not yet handed to its
@@ -25,6 +26,7 @@ type outQueue struct {
 	bytes   int
 	limit   int
 	dropped uint64 // deliveries shed at the bound, for the log and metrics
+	nextSeq uint64
 	closed  bool
 }
 
@@ -53,6 +55,8 @@ func (q *outQueue) push(e outEntry) bool {
 	if q.n == len(q.ring) {
 		q.grow()
 	}
+	q.nextSeq++
+	e.seq = q.nextSeq
 	q.ring[(q.head+q.n)%len(q.ring)] = e
 	q.n++
 	q.bytes += size
@@ -85,15 +89,27 @@ func (q *outQueue) peek() (outEntry, bool) {
 	return q.ring[q.head], true
 }
 
-// pop removes the oldest entry.
-func (q *outQueue) pop() {
+// snapshot copies up to cap(dst) entries from the head, oldest first, without
+// removing them: the loop encodes them outside the lock and then pops what
+// it wrote with popThrough.
+func (q *outQueue) snapshot(dst []outEntry) []outEntry {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	if q.n == 0 {
-		return
+	for i := 0; i < q.n && len(dst) < cap(dst); i++ {
+		dst = append(dst, q.ring[(q.head+i)%len(q.ring)])
 	}
-	e := q.popLocked()
-	q.bytes -= e.msg.Size()
+	return dst
+}
+
+// popThrough removes every entry up to and including seq. Entries a push
+// already shed to make room are simply no longer there.
+func (q *outQueue) popThrough(seq uint64) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for q.n > 0 && q.ring[q.head].seq <= seq {
+		e := q.popLocked()
+		q.bytes -= e.msg.Size()
+	}
 	if q.n == 0 && len(q.ring) > 64 {
 		q.ring, q.head = nil, 0 // give back what a burst grew
 	}

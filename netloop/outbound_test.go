@@ -53,7 +53,7 @@ func TestQueueKeepsOrderAcrossGrowth(t *testing.T) {
 			if e.msg != msgs[0] {
 				t.Fatal("order lost")
 			}
-			q.pop()
+			q.popThrough(e.seq)
 			msgs = msgs[1:]
 		}
 	}
@@ -62,7 +62,7 @@ func TestQueueKeepsOrderAcrossGrowth(t *testing.T) {
 		if !ok || e.msg != msgs[0] {
 			t.Fatal("order lost")
 		}
-		q.pop()
+		q.popThrough(e.seq)
 		msgs = msgs[1:]
 	}
 	if q.bytes != 0 {
@@ -75,5 +75,17 @@ func TestClosedQueueRefusesDeliveries(t *testing.T) {
 	q.close()
 	if q.push(outEntry{msg: msgOf(1)}) {
 		t.Fatal("a closed queue took a delivery")
+	}
+}
+
+func TestPopThroughSkipsWhatAPushAlreadyShed(t *testing.T) {
+	q := outQueue{limit: 1000}
+	q.push(outEntry{msg: msgOf(400), qos: 1})
+	q.push(outEntry{msg: msgOf(400), qos: 1})
+	batch := q.snapshot(make([]outEntry, 0, 8))
+	q.push(outEntry{msg: msgOf(400), qos: 1}) // sheds the oldest while the batch is out
+	q.popThrough(batch[1].seq)
+	if q.n != 1 {
+		t.Fatalf("%d left, want only the delivery pushed after the batch", q.n)
 	}
 }
