@@ -119,9 +119,11 @@ type AppendLog interface {
 
 	// Append stores r at Next() and returns it with its offset. Durable
 	// before it returns (sqlite: committed, perhaps with other publishes in
-	// one group commit; memory: in RAM). The offset is reserved and the
-	// counters advanced only by a committed write; a failed write hands its
-	// offset back, so none is skipped or reused (invariant 9). Refused with
+	// one group commit; memory: in RAM, under the channel's lock), so the
+	// broker acknowledges only what is stored (invariant 16). The offset is
+	// reserved and the counters advanced only by a committed write; a failed
+	// write hands its offset back, so none is skipped or reused (invariant
+	// 9). Refused with
 	// ErrChannelFull past the channel's max_bytes, ErrProviderFull past the
 	// provider's bound less its reserve.
 	Append(r Record) (Record, error)
@@ -140,7 +142,9 @@ type AppendLog interface {
 	// and then the oldest until Bytes() <= maxBytes (<= 0: no size rule),
 	// walking from the oldest and stopping at the first that stays. The
 	// floor, the channel's bytes and the provider's bytes move in the same
-	// operation as the removal. Does not use the reserve.
+	// operation as the removal (sqlite: one transaction; memory: one lock),
+	// so no reader sees rows gone and the floor not raised (invariant 1).
+	// Does not use the reserve.
 	Trim(before time.Time, maxBytes int64) (removed int, freed int64, err error)
 }
 
@@ -181,7 +185,8 @@ type Queue interface {
 	Holder
 
 	// Enqueue stores r as an available job at Next(). Refused with
-	// ErrChannelFull past the queue's max_bytes (backpressure).
+	// ErrChannelFull past the queue's max_bytes (backpressure: a queue is never
+	// trimmed, invariant 2). Durable before it returns, like Append.
 	Enqueue(r Record) (Record, error)
 	// Depth is how many unresolved jobs the queue holds (= Len()).
 	Depth() int
@@ -192,9 +197,11 @@ type Queue interface {
 	SetBackoff(gap func(attempts uint32) time.Duration)
 
 	// Offer hands the oldest available job whose backoff gap has run out at
-	// now to a worker: it becomes DELIVERING with a new epoch. Jobs out with
-	// a worker or inside their gap are skipped, never waited on. No write.
-	// ok is false when nothing can be offered.
+	// now to a worker: it becomes DELIVERING with a new epoch, so exactly one
+	// worker holds it (invariant 4) and every earlier delivery is superseded
+	// (invariant 3). Jobs out with a worker or inside their gap are
+	// skipped, never waited on. No write. ok is false when nothing can be
+	// offered.
 	Offer(holder string, now time.Time) (j Job, d Delivery, ok bool, err error)
 	// Unsend returns a DELIVERING job whose PUBLISH was never put on the
 	// wire, or whose worker went before its PUBACK, to AVAILABLE with its
@@ -228,7 +235,8 @@ type Queue interface {
 	// otherwise d must be the current delivery. Relieving: never refused for
 	// room (it may use the reserve; no channel bound is checked). On failure
 	// neither half happened, the job is as it was and the dead-letter offset
-	// is handed back.
+	// is handed back (invariant 5). sqlite: one transaction across both
+	// tables; memory: the queue's lock held, the log's taken inside it.
 	DeadLetter(d Delivery, topic, reason string, now time.Time) (Record, error)
 	// DeadLetters is the queue's dead-letter channel, name+"__dlq".
 	DeadLetters() AppendLog
