@@ -127,22 +127,27 @@ func disk(dir string) string {
 		return "unknown"
 	}
 	kind := ""
-	if strings.HasPrefix(dev, "/dev/") {
-		name := strings.TrimPrefix(dev, "/dev/")
-		switch firstLine(filepath.Join("/sys/class/block", name, "..", "queue", "rotational")) {
-		case "0":
-			kind = ", ssd"
-		case "1":
-			kind = ", rotational"
-		}
-		if kind == "" {
-			switch firstLine(filepath.Join("/sys/block", name, "queue", "rotational")) {
-			case "0":
-				kind = ", ssd"
-			case "1":
-				kind = ", rotational"
-			}
-		}
+	if name, ok := strings.CutPrefix(dev, "/dev/"); ok {
+		kind = rotational(name)
 	}
 	return fmt.Sprintf("%s (%s%s) at %s", dev, fs, kind, best)
+}
+
+// rotational reads the kernel's word on a block device. A partition has none
+// of its own: its disk's is one directory up from where the partition's
+// /sys/class/block link resolves.
+func rotational(name string) string {
+	paths := []string{filepath.Join("/sys/block", name, "queue", "rotational")}
+	if real, err := filepath.EvalSymlinks(filepath.Join("/sys/class/block", name)); err == nil {
+		paths = append(paths, filepath.Join(filepath.Dir(real), "queue", "rotational"))
+	}
+	for _, path := range paths {
+		switch firstLine(path) {
+		case "0":
+			return ", ssd"
+		case "1":
+			return ", rotational"
+		}
+	}
+	return ""
 }

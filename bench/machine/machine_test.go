@@ -2,6 +2,7 @@ package machine
 
 import (
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -20,4 +21,25 @@ func TestDiskNamesTheMountHoldingTheDirectory(t *testing.T) {
 	if got := disk("/proc/self"); !strings.Contains(got, "proc") {
 		t.Fatalf("disk of /proc/self = %q, want the proc mount", got)
 	}
+}
+
+func TestAPartitionTakesItsDisksKind(t *testing.T) {
+	entries, err := os.ReadDir("/sys/class/block")
+	if err != nil {
+		t.Skip("no /sys/class/block")
+	}
+	for _, e := range entries {
+		real, err := filepath.EvalSymlinks(filepath.Join("/sys/class/block", e.Name()))
+		if err != nil {
+			continue
+		}
+		if _, err := os.Stat(filepath.Join(real, "partition")); err != nil {
+			continue // a whole disk
+		}
+		if rotational(e.Name()) == "" {
+			t.Fatalf("partition %s has no kind, though its disk %s says one", e.Name(), filepath.Dir(real))
+		}
+		return
+	}
+	t.Skip("no partition on this machine")
 }
