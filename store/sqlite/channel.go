@@ -129,6 +129,9 @@ func (p *Provider) openChannel(name, kind string) (*channel, error) {
 // read_connections: 0. Each call that needs one snapshot wraps its queries
 // in readTx.
 func (p *Provider) readConn(fn func(c *conn) error) error {
+	if p.shut.Load() {
+		return fmt.Errorf("storage %s: %w", p.opts.Name, store.ErrClosed)
+	}
 	if p.readers == nil {
 		return p.w.read(fn)
 	}
@@ -141,6 +144,9 @@ func (p *Provider) readConn(fn func(c *conn) error) error {
 // readTx runs fn in one read transaction - a fresh one, so it sees every
 // commit before it - on a read connection.
 func (p *Provider) readTx(fn func(c *conn) error) error {
+	if p.shut.Load() {
+		return fmt.Errorf("storage %s: %w", p.opts.Name, store.ErrClosed)
+	}
 	if p.readers == nil {
 		// The writer is the write connection's only user: nothing commits
 		// between fn's statements.

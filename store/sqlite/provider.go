@@ -71,6 +71,10 @@ type Provider struct {
 	flushFailing         bool      // flusher goroutine only
 	lastCheckpoint       time.Time // flusher goroutine only
 
+	// shut is set once Close begins: reads are refused from then on, as
+	// writes are by the stopping writer.
+	shut atomic.Bool
+
 	mu       sync.Mutex // guards the maps below; never held across I/O
 	closed   bool
 	chans    map[string]*channel
@@ -402,6 +406,7 @@ func (p *Provider) Close() error {
 		return nil
 	}
 	p.closed = true
+	p.shut.Store(true)
 	p.mu.Unlock()
 	p.w.stop()
 	close(p.flushStop)
