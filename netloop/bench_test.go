@@ -2,6 +2,7 @@ package netloop_test
 
 import (
 	"bufio"
+	"flag"
 	"fmt"
 	"io"
 	"net"
@@ -18,8 +19,17 @@ import (
 // process. They measure the broker and the test's clients together on the
 // same cores; bench/ compares whole brokers side by side.
 
-func benchServer(b *testing.B) *netloop.Server {
-	return startServer(b, netloop.Options{SessionQueueBytes: 64 << 20})
+// peerFlag aims the wire benchmarks at another broker (Mosquitto, say) so
+// that both are measured by the same clients in the same run.
+var peerFlag = flag.String("peer", "", "host:port of another broker for the wire benchmarks")
+
+// benchAddr is the broker the wire benchmarks talk to: -peer, or Sagüin in
+// this process with a 64 MiB outbound bound per connection.
+func benchAddr(b *testing.B) string {
+	if *peerFlag != "" {
+		return *peerFlag
+	}
+	return startServer(b, netloop.Options{SessionQueueBytes: 64 << 20}).Addr("tcp").String()
 }
 
 // benchConn is a connected client with a buffered reader.
@@ -28,9 +38,9 @@ type benchConn struct {
 	r  *bufio.Reader
 }
 
-func benchConnect(b *testing.B, s *netloop.Server, id string) *benchConn {
+func benchConnect(b *testing.B, addr string, id string) *benchConn {
 	b.Helper()
-	nc, err := net.Dial("tcp", s.Addr("tcp").String())
+	nc, err := net.Dial("tcp", addr)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -83,8 +93,7 @@ func (c *benchConn) subscribe(b *testing.B, filter string, qos byte) {
 
 // BenchmarkConnect is connections a second: dial, CONNECT, CONNACK, close.
 func BenchmarkConnect(b *testing.B) {
-	s := benchServer(b)
-	addr := s.Addr("tcp").String()
+	addr := benchAddr(b)
 	pkt := (&codec.Connect{Version: codec.Version5, CleanStart: true, ClientID: []byte("bench-connect")}).Append(nil, codec.Version5)
 	var ack [16]byte
 	b.ReportAllocs()
@@ -109,7 +118,7 @@ func BenchmarkConnect(b *testing.B) {
 func BenchmarkQoS0FanIn(b *testing.B) {
 	for _, pubs := range []int{1, 8, 32} {
 		b.Run(fmt.Sprintf("publishers=%d", pubs), func(b *testing.B) {
-			s := benchServer(b)
+			s := benchAddr(b)
 			sub := benchConnect(b, s, "fanin-sub")
 			sub.subscribe(b, "fanin/#", 0)
 			publishers := make([]*benchConn, pubs)
@@ -173,7 +182,7 @@ func BenchmarkQoS0FanIn(b *testing.B) {
 func BenchmarkQoS1RoundTrip(b *testing.B) {
 	for _, pubs := range []int{1, 8, 32} {
 		b.Run(fmt.Sprintf("publishers=%d", pubs), func(b *testing.B) {
-			s := benchServer(b)
+			s := benchAddr(b)
 			sub := benchConnect(b, s, "rt-sub")
 			sub.subscribe(b, "rt/#", 1)
 			go func() {

@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"runtime"
 	"time"
 )
 
@@ -65,6 +66,12 @@ type Options struct {
 	// RetainAvailable is the CONNACK's Retain Available: whether anything on
 	// this broker can keep a retained message.
 	RetainAvailable bool
+
+	// EventLoops is how many gnet event loops serve the connections; 0 means
+	// half the processors, at least one. A delivery to a connection on
+	// another loop costs a cross-thread wake, which on a small box outweighs
+	// the parallelism a second loop buys (docs/netloop.md has the figures).
+	EventLoops int
 
 	// Logger receives the connection lines at RFC 0002's levels.
 	Logger *slog.Logger
@@ -137,6 +144,9 @@ func (o Options) WithDefaults() Options {
 	}
 	if o.ReceiveMaximum == 0 {
 		o.ReceiveMaximum = DefaultReceiveMaximum
+	}
+	if o.EventLoops == 0 {
+		o.EventLoops = max(1, runtime.GOMAXPROCS(0)/2)
 	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()

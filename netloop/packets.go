@@ -162,7 +162,7 @@ func (c *Conn) onAck(a *codec.Ack, sc *scratch) {
 		}
 		c.appendAck(sc, codec.TypePubcomp, a.PacketID, code)
 	}
-	c.wake() // the window may have opened
+	// A window this opened is used by the flush that follows every OnData.
 }
 
 func (c *Conn) appendAck(sc *scratch, t codec.Type, id uint16, code codec.ReasonCode) {

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -70,7 +69,7 @@ func (s *Server) Start() error {
 	}
 	cli, err := gnet.NewClient(&events{s: s},
 		gnet.WithMulticore(true),
-		gnet.WithNumEventLoop(runtime.GOMAXPROCS(0)),
+		gnet.WithNumEventLoop(s.opts.EventLoops),
 		gnet.WithTCPNoDelay(gnet.TCPNoDelay),
 		gnet.WithLogger(gnetLogger{s.log}),
 	)
