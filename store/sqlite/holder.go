@@ -56,12 +56,7 @@ func (h holder) ReleaseHeld(clientID string, packetID uint16) (store.Record, err
 		if o.err != nil {
 			return o.err
 		}
-		if o.pub == pubLatestDelete && !o.ok {
-			// Nothing to delete: the release still completes the exchange.
-			out = o.rec
-		} else {
-			out = o.out
-		}
+		out = o.out
 		_, err = t.exec(t.c.holdDrop, ch.id, clientID, int64(packetID))
 		return err
 	})

@@ -203,7 +203,7 @@ func (p *Provider) open() error {
 	}
 	// The checkpointer copies committed pages from the log into the main
 	// file; it never writes content of its own.
-	p.cdb = sql.OpenDB(&connector{dsn: dsn(p.opts.FilePath, wq)})
+	p.cdb = sql.OpenDB(&connector{dsn: dsn(p.opts.FilePath, wq), hook: commonHook})
 	p.cdb.SetMaxOpenConns(1)
 	if p.ckpt, err = p.cdb.Conn(context.Background()); err != nil {
 		return fmt.Errorf("checkpoint connection: %w", err)
@@ -218,7 +218,7 @@ func (p *Provider) open() error {
 		rq.Set("_journal_mode", "WAL")
 		rq.Set("_synchronous", "NORMAL")
 		rq.Set("_busy_timeout", "5000")
-		p.rdb = sql.OpenDB(&connector{dsn: dsn(p.opts.FilePath, rq)})
+		p.rdb = sql.OpenDB(&connector{dsn: dsn(p.opts.FilePath, rq), hook: commonHook})
 		p.rdb.SetMaxOpenConns(n)
 		p.rdb.SetMaxIdleConns(n)
 		p.readers = make(chan *conn, n)
@@ -329,9 +329,35 @@ func (p *Provider) checkSchema(c *sql.Conn, fresh bool) error {
 	return nil
 }
 
+// commonHook runs on every new connection, read or write, and refuses one
+// that is not in WAL with synchronous=NORMAL: the connection string sets
+// both, and this is what makes "a pool that reconnects can never hand out a
+// connection lacking them" hold whatever the driver does with the string.
+func commonHook(c *sqlite3.SQLiteConn) error {
+	if _, err := c.Exec("PRAGMA synchronous = NORMAL", nil); err != nil {
+		return fmt.Errorf("synchronous: %w", err)
+	}
+	rows, err := c.Query("PRAGMA journal_mode", nil)
+	if err != nil {
+		return fmt.Errorf("journal_mode: %w", err)
+	}
+	defer rows.Close()
+	v := make([]driver.Value, 1)
+	if err := rows.Next(v); err != nil {
+		return fmt.Errorf("journal_mode: %w", err)
+	}
+	if mode, _ := v[0].(string); mode != "wal" {
+		return fmt.Errorf("journal_mode is %v, not wal", v[0])
+	}
+	return nil
+}
+
 // writeHook runs on every new write connection, for what the connection
 // string cannot carry: the page ceiling (max_page_count) is connection state.
 func (p *Provider) writeHook(c *sqlite3.SQLiteConn) error {
+	if err := commonHook(c); err != nil {
+		return err
+	}
 	// The writer never checkpoints: a checkpoint fsyncs, and paid on the
 	// write connection it stalls every publish behind it. The flusher
 	// checkpoints on a connection of its own instead (checkpointer).

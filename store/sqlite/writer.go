@@ -339,7 +339,7 @@ func (w *writer) runPublishes(closedBy *atomic.Uint64) {
 	}
 	stored := 0
 	for _, o := range w.batch {
-		if o.err == nil {
+		if o.err == nil && o.out.Offset != 0 {
 			stored++
 		}
 	}
