@@ -223,6 +223,17 @@ func (s *sessionStore) AddInFlight(clientID string, entries []store.InFlight) er
 	if !ok {
 		return fmt.Errorf("session %q: %w", clientID, store.ErrNotFound)
 	}
+	// What a load would refuse is refused here, so a running broker can never
+	// write a snapshot its next start rejects.
+	if rm := int(ss.s.ReceiveMaximum); rm > 0 && len(ss.inflight)+len(entries) > rm {
+		return fmt.Errorf("session %q: %d in flight would pass its window of %d", clientID, len(ss.inflight)+len(entries), rm)
+	}
+	next := s.log.Next()
+	for _, f := range entries {
+		if f.Offset >= next {
+			return fmt.Errorf("session %q: in-flight offset %d is at or beyond the broadcast log's next %d", clientID, f.Offset, next)
+		}
+	}
 	ss.inflight = append(ss.inflight, entries...)
 	sort.SliceStable(ss.inflight, func(i, j int) bool { return ss.inflight[i].Offset < ss.inflight[j].Offset })
 	return nil
@@ -252,6 +263,9 @@ func (s *sessionStore) Ack(clientID string, keys []store.InFlightKey, cursor uin
 	ss, ok := s.sessions[clientID]
 	if !ok {
 		return fmt.Errorf("session %q: %w", clientID, store.ErrNotFound)
+	}
+	if next := s.log.Next(); cursor > next {
+		return fmt.Errorf("session %q: cursor %d is beyond the broadcast log's next %d", clientID, cursor, next)
 	}
 	kept := ss.inflight[:0]
 	for _, f := range ss.inflight {

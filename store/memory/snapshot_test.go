@@ -314,9 +314,17 @@ func TestInFlightTableLargerThanItsWindowIsRefused(t *testing.T) {
 	s.Log().Append(store.BroadcastEntry{Record: record(1)})
 	s.Log().Append(store.BroadcastEntry{Record: record(2)})
 	s.Put(store.Session{ClientID: "a", Expiry: time.Hour, ReceiveMaximum: 1})
-	s.Ack("a", nil, 1)
-	s.AddInFlight("a", []store.InFlight{{Offset: 1, PacketID: 1}, {Offset: 2, PacketID: 2}})
 	p.Close()
+	// A file written by a writer that let the window overflow.
+	st := &sessionsState{
+		sessions: []sessionData{{
+			s:        store.Session{ClientID: "a", Expiry: time.Hour, ReceiveMaximum: 1},
+			inflight: []store.InFlight{{Offset: 1, PacketID: 1}, {Offset: 2, PacketID: 2}},
+		}},
+	}
+	if err := os.WriteFile(filepath.Join(dir, sessionsName), encodeSessions(st, "test-build", t0), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	p = open(t, dir)
 	defer p.Close()
 	if _, err := p.Sessions(); !errors.Is(err, store.ErrCorrupt) || !strings.Contains(err.Error(), "window") {
@@ -424,5 +432,26 @@ func TestRetentionRunsBothSweepsAtStartAndOnItsTicks(t *testing.T) {
 	defer mu.Unlock()
 	if removed["by-size"] != 3 || removed["by-age"] != 5 {
 		t.Fatalf("removed %v", removed)
+	}
+}
+
+func TestSessionWritesALoadWouldRefuseAreRefused(t *testing.T) {
+	p := open(t, "")
+	defer p.Close()
+	s, _ := p.Sessions()
+	s.Log().Append(store.BroadcastEntry{Record: record(1)})
+	s.Log().Append(store.BroadcastEntry{Record: record(2)})
+	s.Put(store.Session{ClientID: "a", ReceiveMaximum: 1})
+	if err := s.AddInFlight("a", []store.InFlight{{Offset: 1, PacketID: 1}, {Offset: 2, PacketID: 2}}); err == nil {
+		t.Fatal("a window of 1 took 2 messages")
+	}
+	if err := s.AddInFlight("a", []store.InFlight{{Offset: 3, PacketID: 1}}); err == nil {
+		t.Fatal("an in-flight entry at the log's next was taken")
+	}
+	if err := s.Ack("a", nil, 4); err == nil {
+		t.Fatal("a cursor beyond the log's next was taken")
+	}
+	if err := s.AddInFlight("a", []store.InFlight{{Offset: 2, PacketID: 1}}); err != nil {
+		t.Fatalf("a valid entry: %v", err)
 	}
 }
