@@ -258,3 +258,30 @@ func TestEveryFindingIsReportedNotOnlyTheFirst(t *testing.T) {
 		t.Errorf("error text %q", err.Error())
 	}
 }
+
+func TestYAMLThatDoesNotParseNamesTheLine(t *testing.T) {
+	_, err := parseYAML(t, "broker:\n  id: [x\n")
+	f := findings(t, err)
+	if len(f) != 1 || f[0].Line != 2 || !strings.Contains(f[0].Message, "not valid YAML") {
+		t.Errorf("%v", err)
+	}
+}
+
+func TestAliasesThatMultiplyAreRefused(t *testing.T) {
+	src := "a: &a [x, x, x, x, x, x, x, x, x, x]\n"
+	for i, prev := range []string{"a", "b", "c", "d", "e", "f"} {
+		name := string(rune('b' + i))
+		src += name + ": &" + name + " [" + strings.Repeat("*"+prev+", ", 9) + "*" + prev + "]\n"
+	}
+	_, err := parseYAML(t, src)
+	if err == nil || !strings.Contains(err.Error(), "aliases expand") {
+		t.Errorf("%v", err)
+	}
+}
+
+func TestAKeyWrittenTwiceIsRefused(t *testing.T) {
+	_, err := parseYAML(t, minimal+"channels:\n  e:\n    type: append\n  e:\n    type: latest\n")
+	if err == nil || !strings.Contains(err.Error(), "already defined") {
+		t.Errorf("%v", err)
+	}
+}

@@ -24,7 +24,12 @@ func (f Finding) String() string {
 	if f.Key != "" && !strings.HasPrefix(f.Message, " ") && !strings.HasPrefix(f.Message, ":") {
 		b.WriteString(": ")
 	}
-	b.WriteString(f.Message)
+	b.WriteString(strings.TrimPrefix(f.Message, func() string {
+		if f.Key == "" {
+			return " "
+		}
+		return ""
+	}()))
 	if f.File != "" {
 		b.WriteString(" (")
 		b.WriteString(f.File)

@@ -12,6 +12,7 @@
 package config
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -44,7 +45,7 @@ func Parse(path string) (*Config, error) {
 	l := &loader{display: path, included: map[string]string{}}
 	root, err := l.readFile(path, path)
 	if err != nil {
-		return nil, &Error{Findings: []Finding{{File: path, Message: err.Error()}}}
+		return nil, &Error{Findings: []Finding{findingOf(path, err)}}
 	}
 	abs, err := filepath.Abs(path)
 	if err != nil {
@@ -57,6 +58,15 @@ func Parse(path string) (*Config, error) {
 	}
 	cfg.Notes = l.notes.list
 	return cfg, nil
+}
+
+// findingOf turns a file that could not be read or parsed into a finding.
+func findingOf(file string, err error) Finding {
+	var de *docError
+	if errors.As(err, &de) {
+		return Finding{File: de.file, Line: de.line, Message: de.msg}
+	}
+	return Finding{File: file, Message: err.Error()}
 }
 
 type loader struct {
@@ -94,11 +104,10 @@ func (l *loader) load(root *node) *Config {
 	if root != nil && root.kind == nullNode {
 		l.c.at(root, "", "the file is empty; a configuration names at least broker.id and broker.storage")
 	}
-	bn := top.get("broker")
-	if bn == nil {
-		l.c.atLine(l.display, 1, "broker", " is missing; it holds broker.id and broker.storage, which have no defaults")
+	b := top.child("broker")
+	if b.n == nil && (root == nil || root.kind != nullNode) {
+		top.at("broker", " is missing or empty; it holds broker.id and broker.storage, which have no defaults")
 	}
-	b := l.c.object(bn, "broker")
 	l.cfg.Broker.Limits = l.limits(b.child("limits"))
 	l.broker(b)
 	l.channels(top.get("channels"))
@@ -191,7 +200,12 @@ func (l *loader) include(item *node, key string) (group, bool) {
 	l.included[abs] = fmt.Sprintf("%s:%d", item.file, item.line)
 	n, err := l.readFile(display, display)
 	if err != nil {
-		l.c.at(item, key, " !include %q: %s %v", rel, display, err)
+		var de *docError
+		if errors.As(err, &de) {
+			l.c.atLine(de.file, de.line, key, " (included from %s:%d) %s", item.file, item.line, de.msg)
+		} else {
+			l.c.at(item, key, " !include %q: %s %v", rel, display, err)
+		}
 		return group{}, false
 	}
 	l.refuseStrayIncludes(n, key, false)

@@ -8,7 +8,7 @@ import (
 
 func (l *loader) storage(o *obj, b *obj) {
 	s := &l.cfg.Broker.Storage
-	if b.n != nil && !b.has("storage") {
+	if b.n != nil && o.n == nil {
 		l.c.at(b.n, "broker.storage", " is missing: Sagüin keeps nothing in a store the operator did not name, so broker.storage.providers and broker.storage.default are required")
 	}
 	if o.n == nil {

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 
@@ -41,6 +42,11 @@ type node struct {
 	vals    []*node
 
 	items []*node
+
+	// size counts this node and everything under it, aliases expanded, so
+	// that a document whose aliases multiply (a billion laughs) is refused
+	// before anything walks it.
+	size int
 }
 
 func (n *node) describe() string {
@@ -66,10 +72,18 @@ const maxDocumentBytes = 16 << 20
 func parseDocument(file string, src []byte) (*node, error) {
 	f, err := parser.ParseBytes(src, 0)
 	if err != nil {
-		return nil, fmt.Errorf("%s: not valid YAML: %s", file, strings.TrimSpace(yamlErrorText(err)))
+		// goccy's errors carry the token they stopped at.
+		var located interface {
+			GetToken() *token.Token
+			GetMessage() string
+		}
+		if errors.As(err, &located) {
+			return nil, &docError{file, lineOf(located.GetToken()), "is not valid YAML: " + located.GetMessage()}
+		}
+		return nil, &docError{file, 0, "is not valid YAML: " + strings.TrimSpace(yamlErrorText(err))}
 	}
 	if len(f.Docs) > 1 {
-		return nil, fmt.Errorf("%s: holds %d YAML documents; a configuration file is one document", file, len(f.Docs))
+		return nil, &docError{file, 0, fmt.Sprintf("holds %d YAML documents; a configuration file is one document", len(f.Docs))}
 	}
 	c := converter{file: file, anchors: map[string]*node{}}
 	if len(f.Docs) == 0 || f.Docs[0].Body == nil {
@@ -98,13 +112,26 @@ type converter struct {
 	err     error
 }
 
+// maxNodes bounds the expanded size of a document: far above any
+// configuration, far below what would exhaust memory or time walking it.
+const maxNodes = 1 << 20
+
 // maxDepth bounds recursion over a hostile document; no key of the schema
 // nests more than a handful of levels.
 const maxDepth = 64
 
+// docError is a document that cannot be read as YAML at all, at a line.
+type docError struct {
+	file string
+	line int
+	msg  string
+}
+
+func (e *docError) Error() string { return fmt.Sprintf("%s:%d: %s", e.file, e.line, e.msg) }
+
 func (c *converter) fail(line int, format string, args ...any) *node {
 	if c.err == nil {
-		c.err = fmt.Errorf("%s:%d: %s", c.file, line, fmt.Sprintf(format, args...))
+		c.err = &docError{c.file, line, fmt.Sprintf(format, args...)}
 	}
 	return &node{kind: nullNode, file: c.file, line: line}
 }
@@ -117,6 +144,29 @@ func lineOf(t *token.Token) int {
 }
 
 func (c *converter) convert(n ast.Node, depth int) *node {
+	out := c.convertNode(n, depth)
+	if _, alias := n.(*ast.AliasNode); alias || out.size > 0 {
+		// An alias shares its anchor's node, whose size is already counted
+		// once; counting it again is what bounds the expansion.
+		if out.size > maxNodes-1 {
+			return c.fail(out.line, "aliases expand this document past %d nodes", maxNodes)
+		}
+		return out
+	}
+	out.size = 1
+	for _, v := range out.vals {
+		out.size += v.size
+	}
+	for _, v := range out.items {
+		out.size += v.size
+	}
+	if out.size > maxNodes {
+		return c.fail(out.line, "aliases expand this document past %d nodes", maxNodes)
+	}
+	return out
+}
+
+func (c *converter) convertNode(n ast.Node, depth int) *node {
 	if n == nil {
 		return &node{kind: nullNode, file: c.file}
 	}
