@@ -468,7 +468,9 @@ func validateSection(kind channelKind, c *channelData) error {
 	}
 	for i := range c.records {
 		o := c.records[i].Offset
-		if o < c.floor || o >= c.next {
+		// A latest channel's floor is one past the highest offset retention
+		// removed; a value set earlier and still current sits below it.
+		if (o < c.floor && kind != kindLatest) || o < 1 || o >= c.next {
 			return fmt.Errorf("record offset %d outside [floor %d, next %d): %w", o, c.floor, c.next, store.ErrCorrupt)
 		}
 		if i > 0 && o <= c.records[i-1].Offset {
