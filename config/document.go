@@ -464,7 +464,7 @@ func writeYAML(b *strings.Builder, m *omap, indent int) {
 	}
 }
 
-var plainYAML = regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9_./-]*$`)
+var plainYAML = regexp.MustCompile(`^[A-Za-z0-9_/][A-Za-z0-9_./-]*$`)
 
 func yamlKey(k string) string {
 	if plainYAML.MatchString(k) && !yamlReserved(k) {

@@ -28,10 +28,11 @@ func (c *Config) CheckFiles() []Finding {
 	}
 	checked := map[string]bool{}
 	password := func(key, path string, operations, admitsOthers bool) {
-		if path == "" || checked[path+key] {
+		// A file several doors share is read and reported once.
+		if path == "" || checked[path] {
 			return
 		}
-		checked[path+key] = true
+		checked[path] = true
 		pf, findings := ReadPasswordFile(path, operations)
 		for _, f := range findings {
 			f.Key = key
@@ -79,15 +80,21 @@ func (c *Config) CheckFiles() []Finding {
 		}
 	}
 	m := c.Broker.MQTT
+	if m.PasswordFile != "" {
+		others := true
+		for _, d := range m.Listeners {
+			if d.PasswordFile == m.PasswordFile && !d.AllowAnonymous && (d.TLS == nil || d.TLS.ClientCAFile == "") {
+				others = false
+			}
+		}
+		password("broker.mqtt.password_file", m.PasswordFile, false, others)
+	}
 	for _, d := range m.Listeners {
 		password(d.Key+".password_file", d.PasswordFile, false, d.AllowAnonymous || d.TLS != nil && d.TLS.ClientCAFile != "")
 		if d.TLS != nil {
 			pair(d.Key+".tls", d.TLS.CertFile, d.TLS.KeyFile)
 			authority(d.Key+".tls.client_ca_file", d.TLS.ClientCAFile)
 		}
-	}
-	if m.PasswordFile != "" {
-		password("broker.mqtt.password_file", m.PasswordFile, false, true)
 	}
 	if m.ACLFile != "" {
 		if _, err := readBounded(m.ACLFile); err != nil {

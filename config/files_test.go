@@ -121,3 +121,15 @@ func TestOperationsPasswordFileNamingNobodyIsRefused(t *testing.T) {
 		t.Errorf("%v", f)
 	}
 }
+
+func TestMQTTPasswordFileNamingNobodyOnADoorAdmittingNobodyElseIsRefused(t *testing.T) {
+	p := passwdFile(t, "\n")
+	cfg := accepted(t, with("  mqtt:\n    password_file: "+p+"\n", ""))
+	if f := cfg.CheckFiles(); len(f) != 1 || f[0].Key != "broker.mqtt.password_file" || !strings.Contains(f[0].String(), "names no users") {
+		t.Errorf("%v", f)
+	}
+	cfg = accepted(t, with("  mqtt:\n    password_file: "+p+"\n    allow_anonymous: true\n", ""))
+	if f := cfg.CheckFiles(); len(f) != 0 {
+		t.Errorf("a door admitting anonymous clients beside an empty file: %v", f)
+	}
+}
