@@ -35,13 +35,17 @@ type Provider struct {
 	lock *lockfile.Lock
 	snap *snapshotDir // nil with snapshot_dir: none
 
-	mu       sync.Mutex // guards the maps below, never held across I/O
-	closed   bool
-	logs     map[string]*logStore // append channels and dead-letter channels
-	latests  map[string]*latestStore
-	queues   map[string]*queueStore
-	retained *retainedStore
-	sessions *sessionStore
+	mu     sync.Mutex // guards the maps below, never held across I/O
+	closed bool
+	// loadFailed: a snapshot file was refused. The broker does not start,
+	// and its stop must not write over the directory: a new manifest would
+	// make every file it never opened look older than the last shutdown.
+	loadFailed bool
+	logs       map[string]*logStore // append channels and dead-letter channels
+	latests    map[string]*latestStore
+	queues     map[string]*queueStore
+	retained   *retainedStore
+	sessions   *sessionStore
 }
 
 // Open opens a memory provider: it takes saguin.lock in the snapshot
@@ -248,6 +252,7 @@ func (p *Provider) Retained(period time.Duration) (store.Retained, error) {
 	if p.snap != nil {
 		recs, err := p.snap.loadRetained()
 		if err != nil {
+			p.loadFailed = true
 			return nil, fmt.Errorf("storage %s: %w", p.opts.Name, err)
 		}
 		r.restore(recs)
@@ -269,13 +274,12 @@ func (p *Provider) Sessions() (store.Sessions, error) {
 	s := newSessionStore(p)
 	if p.snap != nil {
 		st, err := p.snap.loadSessions()
-		if err != nil {
-			return nil, fmt.Errorf("storage %s: %w", p.opts.Name, err)
+		if err == nil && st != nil {
+			err = s.restore(st)
 		}
-		if st != nil {
-			if err := s.restore(st); err != nil {
-				return nil, fmt.Errorf("storage %s: %w", p.opts.Name, err)
-			}
+		if err != nil {
+			p.loadFailed = true
+			return nil, fmt.Errorf("storage %s: %w", p.opts.Name, err)
 		}
 	}
 	p.sessions = s
@@ -300,10 +304,15 @@ func (p *Provider) warnIfOverBound() {
 }
 
 // loadChannel reads name's snapshot file, if there is one, into a store.
-func (p *Provider) loadChannel(name string, k channelKind, restore func(*channelFile) error) error {
+func (p *Provider) loadChannel(name string, k channelKind, restore func(*channelFile) error) (err error) {
 	if p.snap == nil {
 		return nil
 	}
+	defer func() {
+		if err != nil {
+			p.loadFailed = true
+		}
+	}()
 	f, err := p.snap.loadChannel(name)
 	if err != nil {
 		return fmt.Errorf("storage %s: %w", p.opts.Name, err)
@@ -426,9 +435,12 @@ func (p *Provider) Close() error {
 		return nil
 	}
 	p.closed = true
+	failed := p.loadFailed
 	p.mu.Unlock()
 	var errs []error
-	if p.snap != nil {
+	if failed {
+		p.log.Warn("snapshot not written: a snapshot file was refused at load, the directory is left as it was", "provider", p.opts.Name, "dir", p.opts.SnapshotDir)
+	} else if p.snap != nil {
 		if err := p.writeSnapshot(); err != nil {
 			errs = append(errs, fmt.Errorf("storage %s: snapshot: %w", p.opts.Name, err))
 		}

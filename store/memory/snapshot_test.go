@@ -455,3 +455,27 @@ func TestSessionWritesALoadWouldRefuseAreRefused(t *testing.T) {
 		t.Fatalf("a valid entry: %v", err)
 	}
 }
+
+func TestAStartThatRefusedAFileWritesNothingAtStop(t *testing.T) {
+	dir := t.TempDir()
+	path := writeOneChannel(t, dir)
+	manifest := mustRead(t, filepath.Join(dir, manifestName))
+	b := mustRead(t, path)
+	b[len(b)-1] ^= 1
+	os.WriteFile(path, b, 0o600)
+	p := open(t, dir, func(o *store.MemoryOptions) { o.Now = func() time.Time { return t0.Add(time.Hour) } })
+	other, _ := p.Append("other", store.ChannelOptions{})
+	other.Append(record(1))
+	if _, err := p.Append("events", store.ChannelOptions{}); !errors.Is(err, store.ErrCorrupt) {
+		t.Fatalf("damaged file: %v", err)
+	}
+	if err := p.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if got := mustRead(t, filepath.Join(dir, manifestName)); string(got) != string(manifest) {
+		t.Fatal("the manifest was rewritten by a start that refused a file")
+	}
+	if _, err := os.Stat(filepath.Join(dir, FileName("other"))); !os.IsNotExist(err) {
+		t.Fatal("a channel file was written by a start that refused a file")
+	}
+}
