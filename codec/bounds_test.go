@@ -3,6 +3,7 @@ package codec
 import (
 	"bytes"
 	"runtime"
+	"strings"
 	"testing"
 )
 
@@ -41,6 +42,8 @@ func TestDecodingAllocatesInProportionToTheDeclaredLength(t *testing.T) {
 		{"UNSUBSCRIBE of one-byte filters", Header{Type: TypeUnsubscribe, Flags: 2},
 			many(append(u16(1), 0), str("a")), &Unsubscribe{}},
 		{"SUBACK of reason codes", Header{Type: TypeSuback}, many(append(u16(1), 0), raw(0)), &Suback{}},
+		{"SUBSCRIBE of zero-length filters", Header{Type: TypeSubscribe, Flags: 2},
+			many(append(u16(1), 0), append(str(""), 0)), &Subscribe{}},
 		{"PUBLISH of empty User Properties", Header{Type: TypePublish},
 			nil, &Publish{}},
 	}
@@ -49,15 +52,15 @@ func TestDecodingAllocatesInProportionToTheDeclaredLength(t *testing.T) {
 	for len(userProps)+5 <= size-16 {
 		userProps = append(userProps, 0x26, 0, 0, 0, 0)
 	}
-	cases[3].body = append(append(str("t"), appendVarint(nil, uint32(len(userProps)))...), userProps...)
+	cases[len(cases)-1].body = append(append(str("t"), appendVarint(nil, uint32(len(userProps)))...), userProps...)
 
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			tc.h.Remaining, tc.h.HeaderLen = len(tc.body), headerLen(len(tc.body))
 			var err error
 			n := allocatedBy(func() { err = tc.p.Decode(tc.h, tc.body, Version5) })
-			if err != nil {
-				t.Fatal(err)
+			if refused := strings.Contains(tc.name, "zero-length"); (err != nil) != refused {
+				t.Fatalf("Decode = %v, want refused %v", err, refused)
 			}
 			if limit := uint64(12 * len(tc.body)); n > limit {
 				t.Fatalf("decoding %d bytes allocated %d, more than %d", len(tc.body), n, limit)

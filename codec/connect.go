@@ -30,11 +30,14 @@ var (
 )
 
 // Decode reads a CONNECT. The protocol version comes from the packet itself
-// (the version argument is ignored). Version is set as soon as the packet has
-// said which protocol it speaks, so that a refusal can be answered in that
-// protocol's vocabulary: when Decode fails with Version 0 the packet never
-// said (close with nothing written); with Version31 it is MQTT 3.1, always
-// refused (Code 0x84, answered with the 3.1 CONNACK return code 0x01).
+// (the version argument is ignored). Version is set to the protocol level as
+// soon as the packet has said which protocol it speaks, so that a refusal can
+// be answered in that protocol's vocabulary: when Decode fails with Version 0
+// the packet never said (close with nothing written); with Version31 it is
+// MQTT 3.1, always refused (Code 0x84, answered with the 3.1 CONNACK return
+// code 0x01); any other level than 4 and 5 under the name "MQTT" is refused
+// 0x84 with Version holding the level, which MQTT-3.1.2-2 answers with a
+// 3.1.1 CONNACK carrying 0x01.
 func (p *Connect) Decode(h Header, body []byte, _ uint8) error {
 	p.reset()
 	if err := checkHeader(h, body, TypeConnect); err != nil {
@@ -56,6 +59,7 @@ func (p *Connect) Decode(h Header, body []byte, _ uint8) error {
 		p.Version = Version31
 		return &Error{Code: UnsupportedProtocolVersion, Rule: "MQTT 3.1 (MQIsdp, level 3) is not served"}
 	case bytes.Equal(name, protoMQTT):
+		p.Version = level
 		return &Error{Code: UnsupportedProtocolVersion, Rule: "CONNECT protocol level " + itoa(int(level)) + " is not MQTT 3.1.1 (4) or 5 (5) (MQTT-3.1.2-2)"}
 	default:
 		return malformed("CONNECT protocol name is not \"MQTT\" (MQTT-3.1.2-1)")

@@ -204,10 +204,16 @@ func reuse[T any](s []T) []T {
 
 // countFields counts the length-prefixed fields in b, each followed by extra
 // bytes (a SUBSCRIBE's options byte), so a list is allocated once at its size.
+// It stops at a zero-length field, where the decoder stops too (a filter may
+// not be empty), so every slot counted stands for at least 3+extra bytes.
 func countFields(b []byte, extra int) int {
 	n := 0
 	for i := 0; i+2 <= len(b); n++ {
-		i += 2 + (int(b[i])<<8 | int(b[i+1])) + extra
+		l := int(b[i])<<8 | int(b[i+1])
+		if l == 0 {
+			return n
+		}
+		i += 2 + l + extra
 	}
 	return n
 }

@@ -165,13 +165,20 @@ func TestConnectUnknownProtocolLevelIsUnsupportedVersion(t *testing.T) {
 	var c Connect
 	h, _ := ReadHeader(w, 0)
 	_ = c.Decode(h, w[h.HeaderLen:], 0)
-	if c.Version != 0 {
-		t.Errorf("Version = %d, want 0: the packet never said which protocol it speaks", c.Version)
+	if c.Version != 6 {
+		t.Errorf("Version = %d, want the level the packet said, 6", c.Version)
 	}
 }
 
 func TestConnectProtocolNameOtherThanMQTTIsMalformed(t *testing.T) {
-	refuses(t, pkt(0x10, str("MQTX"), raw(4, 2), u16(60), str("id")), 0, MalformedPacket)
+	w := pkt(0x10, str("MQTX"), raw(4, 2), u16(60), str("id"))
+	refuses(t, w, 0, MalformedPacket)
+	var c Connect
+	h, _ := ReadHeader(w, 0)
+	_ = c.Decode(h, w[h.HeaderLen:], 0)
+	if c.Version != 0 {
+		t.Errorf("Version = %d, want 0: the packet never said which protocol it speaks", c.Version)
+	}
 }
 
 func TestConnectVersionIsKnownWhenALaterFieldIsRefused(t *testing.T) {
