@@ -2,6 +2,7 @@ package sqlite
 
 import (
 	"database/sql"
+	"errors"
 	"fmt"
 	"time"
 
@@ -164,6 +165,22 @@ func (p *Provider) trimRecords(ch *channel, before time.Time, maxBytes int64) (i
 	cut := store.UnixNanos(before)
 	if cut == 0 && maxBytes <= 0 {
 		return 0, 0, nil
+	}
+	// An age rule alone asks a read connection first whether the oldest
+	// record is old enough: a sweep over channels with nothing to remove
+	// costs one read each and puts nothing in the writer's way.
+	if maxBytes <= 0 {
+		var ts int64
+		err := p.readConn(func(c *conn) error { return c.oldestTime.QueryRow(ch.id).Scan(&ts) })
+		if errors.Is(err, sql.ErrNoRows) {
+			return 0, 0, nil
+		}
+		if err != nil {
+			return 0, 0, p.mapErr("reading the oldest record of "+ch.name, err)
+		}
+		if ts == 0 || ts >= cut {
+			return 0, 0, nil
+		}
 	}
 	var removed int
 	var freed int64

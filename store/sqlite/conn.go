@@ -24,10 +24,10 @@ type conn struct {
 	channelByName, insertChannel, updateCounters, updateFloor, setCounters *sql.Stmt
 
 	insertRecord, readRecords, readWindowHead, firstAtOrAfter *sql.Stmt
-	oldestRecords, deleteRecordsBelow                         *sql.Stmt
+	oldestRecords, oldestTime, deleteRecordsBelow             *sql.Stmt
 
-	latestGet, latestGetFull, latestTrimmable, latestUpdate, latestInsert, latestChanges, latestCount *sql.Stmt
-	latestOldest, latestDeleteRow, latestRange                                                        *sql.Stmt
+	latestGet, latestGetFull, latestTrimmable, latestAnyTrimmable, latestUpdate, latestInsert, latestChanges, latestCount *sql.Stmt
+	latestOldest, latestDeleteRow, latestRange                                                                            *sql.Stmt
 
 	queueInsert, queueSetAttempts, queueMin, queueRead, queueGet, queueLease, queueDelete, queueSums, queueExpired *sql.Stmt
 
@@ -71,11 +71,13 @@ func (c *conn) statements() []struct {
 		// offset order after a clock step, so no search on ts can be trusted.
 		{&c.firstAtOrAfter, `SELECT min(offset) FROM records WHERE channel = ? AND ts >= ? AND ts != 0`},
 		{&c.oldestRecords, `SELECT offset, ts, size FROM records WHERE channel = ? ORDER BY offset LIMIT ?`},
+		{&c.oldestTime, `SELECT ts FROM records WHERE channel = ? ORDER BY offset LIMIT 1`},
 		{&c.deleteRecordsBelow, `DELETE FROM records WHERE channel = ? AND offset < ?`},
 
 		{&c.latestGet, `SELECT offset, deleted, size FROM latest_values WHERE channel = ? AND topic = ?`},
 		{&c.latestGetFull, `SELECT offset, deleted, ` + recordCols + ` FROM latest_values WHERE channel = ? AND topic = ?`},
 		{&c.latestTrimmable, `SELECT offset, deleted, size, topic FROM latest_values WHERE channel = ? AND ts != 0 AND ((deleted = 0 AND ts < ?) OR (deleted = 1 AND ts < ?))`},
+		{&c.latestAnyTrimmable, `SELECT 1 FROM latest_values WHERE channel = ? AND ts != 0 AND ((deleted = 0 AND ts < ?) OR (deleted = 1 AND ts < ?)) LIMIT 1`},
 		{&c.latestUpdate, `UPDATE latest_values SET offset = ?, deleted = ?, message_id = ?, ts = ?, headers = ?, props = ?, payload = ?, client_id = ?, bridge = ?, qos = ?, retain = ?, size = ? WHERE channel = ? AND topic = ?`},
 		{&c.latestInsert, `INSERT INTO latest_values (channel, topic, offset, deleted, message_id, ts, headers, props, payload, client_id, bridge, qos, retain, size) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`},
 		{&c.latestChanges, `SELECT offset, deleted, ` + recordCols + ` FROM latest_values WHERE channel = ? AND offset >= ? ORDER BY offset LIMIT ?`},

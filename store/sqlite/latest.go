@@ -256,10 +256,20 @@ func (p *Provider) trimLatest(ch *channel, valuesBefore, deletionsBefore time.Ti
 	if db == 0 {
 		db = -1
 	}
+	// Asked on a read connection first, so a sweep with nothing to remove
+	// puts nothing in the writer's way.
+	var one int64
+	err := p.readConn(func(c *conn) error { return c.latestAnyTrimmable.QueryRow(ch.id, vb, db).Scan(&one) })
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, 0, nil
+	}
+	if err != nil {
+		return 0, 0, p.mapErr("reading what "+ch.name+" could trim", err)
+	}
 	var removed int
 	var freed int64
 	var lost []string
-	err := p.w.do(classConnected, false, true, func(t *wtx) error {
+	err = p.w.do(classConnected, false, true, func(t *wtx) error {
 		removed, freed, lost = 0, 0, nil
 		type victim struct {
 			topic     string
