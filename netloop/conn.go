@@ -56,7 +56,7 @@ type Conn struct {
 	sessionExpiry uint32
 	clientMaxPkt  int // the client's Maximum Packet Size; 0 is none
 	clientRecvMax int // the client's Receive Maximum: our outbound window
-	aliases       [TopicAliasMaximum + 1][]byte
+	aliases       *[TopicAliasMaximum + 1][]byte // made at the first alias: most clients use none
 	inflight      map[uint16]inflight // our QoS 1/2 deliveries awaiting the client
 	inflightBytes int
 	nextPID       uint16

@@ -1,7 +1,9 @@
 package netloop_test
 
 import (
+	"net"
 	"testing"
+	"time"
 
 	"saguin/codec"
 	"saguin/netloop"
@@ -29,5 +31,34 @@ func TestPublishReachesSubscriberOnBothProtocols(t *testing.T) {
 		if string(p.Topic) != "a/b" || string(p.Payload) != "hi" || p.QoS != 1 {
 			t.Fatalf("v%d: got %q %q qos %d", v, p.Topic, p.Payload, p.QoS)
 		}
+	}
+}
+
+func TestSlotIsGivenBackWhenTheClientHangsUpWithoutDisconnect(t *testing.T) {
+	s := startServer(t, netloop.Options{})
+	c := dial(t, s, codec.Version5)
+	c.connect("leaver", nil)
+	if n := s.Connections(); n != 1 {
+		t.Fatalf("%d slots held, want 1", n)
+	}
+	c.nc.Close()
+	deadline := time.Now().Add(5 * time.Second)
+	for s.Connections() != 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d slots still held after the client hung up", s.Connections())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func TestShutdownAdmitsNothingMore(t *testing.T) {
+	s := startServer(t, netloop.Options{})
+	addr := s.Addr("tcp").String()
+	if err := s.Shutdown(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if nc, err := net.Dial("tcp", addr); err == nil {
+		nc.Close()
+		t.Fatal("a stopped server still accepts")
 	}
 }

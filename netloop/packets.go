@@ -75,6 +75,9 @@ func (c *Conn) onPublish(h codec.Header, body []byte, sc *scratch) {
 			c.protocolFault(&codec.Error{Code: codec.TopicAliasInvalid, Rule: "Topic Alias above the advertised maximum of 16"}, sc)
 			return
 		}
+		if c.aliases == nil {
+			c.aliases = new([TopicAliasMaximum + 1][]byte)
+		}
 		if len(p.Topic) > 0 {
 			// Registering copies the topic: the read buffer is reused. Bounded
 			// at 16 x max_topic_length per connection (invariant 13).

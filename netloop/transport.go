@@ -85,6 +85,10 @@ func (e *events) OnOpen(c gnet.Conn) ([]byte, gnet.Action) {
 		return nil, gnet.Close
 	}
 	t.gc.Store(&c)
+	if t.conn.woken.Load() {
+		// Somebody asked for a wake before the transport could carry it.
+		c.Wake(nil)
+	}
 	return nil, gnet.None
 }
 

@@ -1,0 +1,197 @@
+package broker
+
+import (
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+
+	"saguin/codec"
+	"saguin/netloop"
+)
+
+// fakeClient records what the broker hands a connection.
+type fakeClient struct {
+	id      string
+	mu      sync.Mutex
+	got     []string
+	retains []bool
+	kicked  codec.ReasonCode
+}
+
+func (f *fakeClient) ClientID() string { return f.id }
+func (f *fakeClient) Version() byte    { return codec.Version5 }
+func (f *fakeClient) Deliver(m *netloop.Message, qos byte, retain bool) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.got = append(f.got, string(m.Payload))
+	f.retains = append(f.retains, retain)
+	return true
+}
+func (f *fakeClient) Kick(r codec.ReasonCode) { f.mu.Lock(); f.kicked = r; f.mu.Unlock() }
+
+func (f *fakeClient) payloads() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]string(nil), f.got...)
+}
+
+func newTestBroker(o Options) *Broker {
+	o.Logger = slog.New(slog.DiscardHandler)
+	return New(o)
+}
+
+func connect(b *Broker, c *fakeClient, clean bool, expiry uint32) bool {
+	present, code := b.Connect(c, &netloop.ConnectRequest{Version: 5, ClientID: c.id, CleanStart: clean, SessionExpiry: expiry})
+	if code != codec.Success {
+		panic(code)
+	}
+	return present
+}
+
+func pub(b *Broker, from *fakeClient, topic, payload string, retain bool) codec.ReasonCode {
+	return b.Publish(from, &codec.Publish{QoS: 1, Topic: []byte(topic), Payload: []byte(payload), Retain: retain})
+}
+
+func TestTakeoverKicksTheOldConnectionWithSessionTakenOver(t *testing.T) {
+	b := newTestBroker(Options{})
+	old, newer := &fakeClient{id: "x"}, &fakeClient{id: "x"}
+	connect(b, old, true, 0)
+	connect(b, newer, true, 0)
+	if old.kicked != codec.SessionTakenOver {
+		t.Fatalf("old connection kicked with 0x%02x, want 0x8e", byte(old.kicked))
+	}
+}
+
+func TestTheTakenOverConnectionsEndChangesNothing(t *testing.T) {
+	b := newTestBroker(Options{})
+	old, newer := &fakeClient{id: "x"}, &fakeClient{id: "x"}
+	connect(b, old, true, 0)
+	connect(b, newer, true, 0)
+	b.Subscribe(newer, []byte("t"), netloop.SubscribeOptions{QoS: 1})
+	b.Disconnected(old, 0, false) // arrives after the takeover
+	pub(b, &fakeClient{id: "p"}, "t", "still", false)
+	if got := newer.payloads(); len(got) != 1 {
+		t.Fatalf("the new connection lost its session to the old one's end: %v", got)
+	}
+	if code := b.Subscribe(old, []byte("u"), netloop.SubscribeOptions{}); code != codec.UnspecifiedError {
+		t.Fatalf("the old connection changed the session: 0x%02x", byte(code))
+	}
+}
+
+func TestSessionEndsWhenItsExpiryPasses(t *testing.T) {
+	b := newTestBroker(Options{})
+	c := &fakeClient{id: "brief"}
+	connect(b, c, false, 1)
+	b.Disconnected(c, 1, true)
+	if b.Sessions() != 1 {
+		t.Fatal("the session did not outlive its connection")
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for b.Sessions() != 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the session outlived its expiry")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func TestReconnectInsideTheExpiryResumesTheSession(t *testing.T) {
+	b := newTestBroker(Options{})
+	c := &fakeClient{id: "back"}
+	connect(b, c, false, 60)
+	b.Subscribe(c, []byte("k/#"), netloop.SubscribeOptions{QoS: 1})
+	b.Disconnected(c, 60, true)
+	again := &fakeClient{id: "back"}
+	if !connect(b, again, false, 60) {
+		t.Fatal("Session Present 0 inside the expiry")
+	}
+	pub(b, &fakeClient{id: "p"}, "k/1", "kept", false)
+	if got := again.payloads(); len(got) != 1 || got[0] != "kept" {
+		t.Fatalf("got %v", got)
+	}
+}
+
+func TestNoLocalWithholdsTheClientsOwnPublishes(t *testing.T) {
+	b := newTestBroker(Options{})
+	c := &fakeClient{id: "self"}
+	connect(b, c, true, 0)
+	b.Subscribe(c, []byte("echo"), netloop.SubscribeOptions{QoS: 1, NoLocal: true})
+	pub(b, c, "echo", "mine", false)
+	if got := c.payloads(); len(got) != 0 {
+		t.Fatalf("own publish delivered under No Local: %v", got)
+	}
+}
+
+func TestRetainedMessageIsSentOnSubscribeAndDeletedByAnEmptyPayload(t *testing.T) {
+	b := newTestBroker(Options{})
+	p := &fakeClient{id: "p"}
+	pub(b, p, "r/1", "state", true)
+	s := &fakeClient{id: "s"}
+	connect(b, s, true, 0)
+	b.Subscribe(s, []byte("r/#"), netloop.SubscribeOptions{QoS: 1})
+	if got := s.payloads(); len(got) != 1 || got[0] != "state" || !s.retains[0] {
+		t.Fatalf("got %v retain %v, want the retained value with RETAIN", got, s.retains)
+	}
+	pub(b, p, "r/1", "", true)
+	late := &fakeClient{id: "late"}
+	connect(b, late, true, 0)
+	b.Subscribe(late, []byte("r/#"), netloop.SubscribeOptions{QoS: 1})
+	if got := late.payloads(); len(got) != 0 {
+		t.Fatalf("a deleted retained value was sent: %v", got)
+	}
+}
+
+func TestRetainedStoreFullIsRefusedQuotaExceeded(t *testing.T) {
+	b := newTestBroker(Options{RetainedMaxBytes: 200})
+	p := &fakeClient{id: "p"}
+	if code := pub(b, p, "r/1", string(make([]byte, 100)), true); code != codec.Success {
+		t.Fatalf("0x%02x", byte(code))
+	}
+	if code := pub(b, p, "r/2", string(make([]byte, 100)), true); code != codec.QuotaExceeded {
+		t.Fatalf("0x%02x, want 0x97", byte(code))
+	}
+}
+
+func TestPublishTopicRefusals(t *testing.T) {
+	b := newTestBroker(Options{MaxTopicLength: 16, MaxTopicLevels: 3})
+	p := &fakeClient{id: "p"}
+	for topic, want := range map[string]codec.ReasonCode{
+		"a/b/c":             codec.Success,
+		"a/b/c/d":           codec.TopicNameInvalid, // deeper than max_topic_levels
+		"aaaaaaaaaaaaaaaaa": codec.TopicNameInvalid, // longer than max_topic_length
+		"$saguin/x":         codec.TopicNameInvalid,
+		"$share/g/t":        codec.TopicNameInvalid,
+		"$SYS/x":            codec.NotAuthorized,
+	} {
+		if got := pub(b, p, topic, "x", false); got != want {
+			t.Errorf("%s: 0x%02x, want 0x%02x", topic, byte(got), byte(want))
+		}
+	}
+}
+
+func TestSubscribeRefusals(t *testing.T) {
+	b := newTestBroker(Options{MaxTopicLevels: 3, MaxSubscriptions: 2})
+	c := &fakeClient{id: "c"}
+	connect(b, c, true, 0)
+	for filter, want := range map[string]codec.ReasonCode{
+		"a/+/c":           codec.GrantedQoS1,
+		"a/#/c":           codec.TopicFilterInvalid,
+		"a/b/c/d":         codec.TopicFilterInvalid,
+		"$saguin/queue/q": codec.TopicFilterInvalid,
+		"$saguin/kv/get":  codec.NotAuthorized,
+		"$SYS/#":          codec.NotAuthorized,
+		"$share/g/a":      codec.SharedSubscriptionsNotSupported,
+	} {
+		if got := b.Subscribe(c, []byte(filter), netloop.SubscribeOptions{QoS: 1}); got != want {
+			t.Errorf("%s: 0x%02x, want 0x%02x", filter, byte(got), byte(want))
+		}
+	}
+	b.Subscribe(c, []byte("x"), netloop.SubscribeOptions{})
+	if got := b.Subscribe(c, []byte("y"), netloop.SubscribeOptions{}); got != codec.QuotaExceeded {
+		t.Fatalf("a third filter past max_subscriptions 2: 0x%02x, want 0x97", byte(got))
+	}
+	if got := b.Subscribe(c, []byte("x"), netloop.SubscribeOptions{QoS: 2}); got != codec.GrantedQoS2 {
+		t.Fatalf("replacing a held filter: 0x%02x, want granted", byte(got))
+	}
+}
