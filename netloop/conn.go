@@ -54,10 +54,10 @@ type Conn struct {
 
 	// Loop only.
 	sessionExpiry uint32
-	clientMaxPkt  int // the client's Maximum Packet Size; 0 is none
-	clientRecvMax int // the client's Receive Maximum: our outbound window
+	clientMaxPkt  int                            // the client's Maximum Packet Size; 0 is none
+	clientRecvMax int                            // the client's Receive Maximum: our outbound window
 	aliases       *[TopicAliasMaximum + 1][]byte // made at the first alias: most clients use none
-	inflight      map[uint16]inflight // our QoS 1/2 deliveries awaiting the client
+	inflight      map[uint16]inflight            // our QoS 1/2 deliveries awaiting the client
 	inflightBytes int
 	nextPID       uint16
 	heldQoS2      map[uint16]struct{} // the client's QoS 2 publishes not yet released
