@@ -578,10 +578,11 @@ func encodeBroadcast(st *sessionsState, writer string, at time.Time) []byte {
 }
 
 func decodeBroadcast(b []byte, st *sessionsState) error {
-	_, d, err := decodeHeader(b, fileBroadcast)
+	h, d, err := decodeHeader(b, fileBroadcast)
 	if err != nil {
 		return err
 	}
+	st.writtenAt = h.writtenAt
 	st.log.next = d.u64()
 	st.log.floor = d.u64()
 	n := d.count(minRecord + 2)

@@ -275,6 +275,9 @@ func (p *Provider) Sessions() (store.Sessions, error) {
 	if p.snap != nil {
 		st, err := p.snap.loadSessions()
 		if err == nil && st != nil {
+			if st.staleHolds > 0 && p.opts.Hooks.HoldAbandoned != nil {
+				p.opts.Hooks.HoldAbandoned(store.BroadcastName, st.staleHolds)
+			}
 			err = s.restore(st)
 		}
 		if err != nil {

@@ -46,6 +46,11 @@ type sessionsState struct {
 	cursors  map[string]uint64
 	sessions []sessionData
 	groups   map[string]*groupState
+	// writtenAt is when saguin.broadcast was written (its header);
+	// staleHolds how many held broadcasts were abandoned because it predates
+	// the last shutdown.
+	writtenAt  time.Time
+	staleHolds int
 }
 
 type sessionData struct {

@@ -177,6 +177,13 @@ func (sd *snapshotDir) loadSessions() (*sessionsState, error) {
 	if err := decodeBroadcast(bb, st); err != nil {
 		return nil, fmt.Errorf("snapshot %s: %w", bpath, err)
 	}
+	if sd.manifest != nil && st.writtenAt.Before(sd.manifest.began) {
+		// The last shutdown did not rewrite the log: it answered these
+		// holds' releases without them (as for a stale channel file).
+		st.staleHolds = len(st.log.holds)
+		st.log.holds = nil
+		sd.log.Warn("broadcast log predates the last shutdown: sessions load as that file left them", "file", bpath, "written", st.writtenAt, "shutdown", sd.manifest.began)
+	}
 	if sb != nil {
 		if err := decodeSessions(sb, st); err != nil {
 			return nil, fmt.Errorf("snapshot %s: %w", spath, err)

@@ -479,3 +479,29 @@ func TestAStartThatRefusedAFileWritesNothingAtStop(t *testing.T) {
 		t.Fatal("a channel file was written by a start that refused a file")
 	}
 }
+
+func TestStaleBroadcastLogAbandonsItsHeldBroadcasts(t *testing.T) {
+	dir := t.TempDir()
+	p := open(t, dir)
+	s, _ := p.Sessions()
+	s.Put(store.Session{ClientID: "a", Expiry: time.Hour})
+	s.Log().Hold(store.Held{ClientID: "a", PacketID: 3, HeldAt: t0, Record: record(1)})
+	p.Close()
+	old := mustRead(t, filepath.Join(dir, broadcastName))
+	later := t0.Add(time.Hour)
+	p = open(t, dir, func(o *store.MemoryOptions) { o.Now = func() time.Time { return later } })
+	p.Sessions()
+	p.Close()
+	os.WriteFile(filepath.Join(dir, broadcastName), old, 0o600)
+	abandoned := 0
+	p = open(t, dir, func(o *store.MemoryOptions) { o.Hooks.HoldAbandoned = func(_ string, n int) { abandoned += n } })
+	defer p.Close()
+	s, err := p.Sessions()
+	if err != nil {
+		t.Fatal(err)
+	}
+	held, _ := s.Log().Held()
+	if len(held) != 0 || abandoned != 1 {
+		t.Fatalf("stale broadcast log: %d holds kept, %d abandoned; want 0 and 1", len(held), abandoned)
+	}
+}
