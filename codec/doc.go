@@ -44,7 +44,8 @@
 // password, filters, and every string or binary property - aliases the body
 // passed to Decode. It is valid until that buffer is reused for the next read:
 // copy whatever is kept longer (a session's client id, a retained payload, a
-// message queued for later delivery).
+// message queued for later delivery). Publish.Clone and Connect.Clone make
+// that copy in one allocation for the bytes (plus one per list).
 //
 // # Properties
 //
