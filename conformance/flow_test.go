@@ -265,3 +265,30 @@ func TestPublishPropertiesReachTheSubscriberUnaltered(t *testing.T) {
 		t.Fatalf("user properties %v, want k=1,k=2,a=3 in order", users)
 	}
 }
+
+// TestQoS0FloodAtADeafSubscriberCostsBoundedMemory is invariant 13 at a
+// subscriber that stops reading and is never hung up on: 128 MiB of QoS 0
+// published at it is shed past its queue bound, not buffered.
+func TestQoS0FloodAtADeafSubscriberCostsBoundedMemory(t *testing.T) {
+	b := startBroker(t, brokerConfig{Limits: "write_timeout: none"})
+	deaf := dialRaw(t, b.addr, codec.Version5)
+	deaf.mustConnect("deaf", nil)
+	deaf.subscribe(1, "flood/#", 0)
+	deafen(t, deaf)
+	pub := dialRaw(t, b.addr, codec.Version5)
+	pub.mustConnect("flooder", nil)
+	p := (&codec.Publish{Topic: []byte("flood/x"), Payload: make([]byte, 32<<10)}).Append(nil, codec.Version5)
+	for i := 0; i < 4096; i++ {
+		pub.send(p)
+	}
+	// A PINGREQ answered means every publish before it was handled.
+	pub.send([]byte{0xC0, 0})
+	if h, _ := pub.read(); h.Type != codec.TypePingresp {
+		t.Fatalf("want PINGRESP, got %s", h.Type)
+	}
+	rss := procRSS(t, b.cmd.Process.Pid)
+	t.Logf("broker RSS after 128 MiB at a deaf subscriber: %.1f MiB", float64(rss)/(1<<20))
+	if rss > 96<<20 {
+		t.Fatalf("broker RSS %.1f MiB: the flood was buffered, not shed", float64(rss)/(1<<20))
+	}
+}

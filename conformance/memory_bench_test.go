@@ -74,6 +74,12 @@ func BenchmarkIdleConnectionMemory(b *testing.B) {
 // vmRSS reads a process's resident set size in bytes.
 func vmRSS(b *testing.B, pid int) int64 {
 	b.Helper()
+	return procRSS(b, pid)
+}
+
+// procRSS reads VmRSS from /proc.
+func procRSS(b testing.TB, pid int) int64 {
+	b.Helper()
 	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
 		b.Fatal(err)
