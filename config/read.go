@@ -9,6 +9,11 @@ import (
 	"time"
 )
 
+// keyRead, when set, is told the path of every key the loader asks for: the
+// schema as the code reads it, which the documentation test compares
+// docs/configuration.md against so the two cannot drift.
+var keyRead func(path string)
+
 // obj reads one mapping of the file against the schema: every key read is
 // marked, and done reports whatever was left as a key this broker does not
 // define - whatever its value (RFC 0002 "Validation").
@@ -50,6 +55,9 @@ func (o *obj) key(k string) string {
 // written with no value (k:) is treated as absent only by optional keys;
 // every reader below refuses it with a message saying so.
 func (o *obj) get(k string) *node {
+	if keyRead != nil {
+		keyRead(o.key(k))
+	}
 	o.used[k] = true
 	if o.n == nil {
 		return nil
