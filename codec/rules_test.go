@@ -157,6 +157,11 @@ func TestConnectMQTT31IsRefusedAsUnsupportedVersion(t *testing.T) {
 	if ReturnCode311(e) != ConnRefusedProtocolVersion311 {
 		t.Errorf("return code %s, want 0x01", ReturnCode311(e))
 	}
+	// What a test client builds to see it refused is the same packet.
+	built := (&Connect{CleanStart: true, KeepAlive: 60, ClientID: b("id")}).Append(nil, Version31)
+	if !bytes.Equal(built, w) {
+		t.Errorf("Append(Version31) = % x, want % x", built, w)
+	}
 }
 
 func TestConnectUnknownProtocolLevelIsUnsupportedVersion(t *testing.T) {
