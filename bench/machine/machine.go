@@ -151,3 +151,14 @@ func rotational(name string) string {
 	}
 	return ""
 }
+
+// Load1 is the kernel's one-minute load average: how many threads wanted a
+// core, averaged. Beside the core count it says whether the benchmark had
+// the machine to itself; -1 where it cannot be read.
+func Load1() float64 {
+	var load float64
+	if _, err := fmt.Sscanf(firstLine("/proc/loadavg"), "%g", &load); err != nil {
+		return -1
+	}
+	return load
+}

@@ -43,3 +43,9 @@ func TestAPartitionTakesItsDisksKind(t *testing.T) {
 	}
 	t.Skip("no partition on this machine")
 }
+
+func TestLoadAverageIsReadable(t *testing.T) {
+	if l := Load1(); l < 0 {
+		t.Fatalf("load average %v", l)
+	}
+}

@@ -21,7 +21,21 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 
 	fmt.Fprintf(&b, "Profile **%s**, %s to %s UTC. `%s`\n\n", r.Profile,
 		r.Started.UTC().Format("2006-01-02 15:04"), r.Finished.UTC().Format("15:04"), r.Command)
-	fmt.Fprintf(&b, "Machine: %s.\n\n", r.Machine)
+	fmt.Fprintf(&b, "Machine: %s.", r.Machine)
+	var loads []float64
+	for _, run := range r.Runs {
+		if run.Load1 >= 0 {
+			loads = append(loads, run.Load1)
+		}
+	}
+	if l := stats.Summarize(loads); l.N > 0 {
+		fmt.Fprintf(&b, " One-minute load average as each run began: median %.1f, %.1f-%.1f, on %d cores", l.Median, l.Min, l.Max, r.Machine.Cores)
+		if l.Max > float64(r.Machine.Cores) {
+			b.WriteString(" - other work was competing for the machine, which the tails of latency figures show first")
+		}
+		b.WriteString(".")
+	}
+	b.WriteString("\n\n")
 	var bl []string
 	for _, br := range r.Brokers {
 		bl = append(bl, fmt.Sprintf("%s %s", br.Name, br.Version))

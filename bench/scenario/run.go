@@ -7,6 +7,7 @@ import (
 	"os"
 	"time"
 
+	"saguin/bench/machine"
 	"saguin/bench/peer"
 	"saguin/bench/proc"
 )
@@ -19,6 +20,9 @@ type Run struct {
 	Values  Values  `json:"values,omitempty"`
 	Err     string  `json:"error,omitempty"`
 	Seconds float64 `json:"seconds"` // wall time, broker start to stop
+	// Load1 is the machine's one-minute load average as the run began: above
+	// the core count, other work was competing with broker and generator.
+	Load1 float64 `json:"load1"`
 }
 
 // Progress is told about each run as it ends.
@@ -49,9 +53,9 @@ func Execute(ctx context.Context, p Profile, cases []Case, brokers []*peer.Broke
 }
 
 func runOne(ctx context.Context, p Profile, c Case, b *peer.Broker, rep int, scratch string) Run {
-	began := time.Now()
+	began, load := time.Now(), machine.Load1()
 	r := runBroker(ctx, p, c, b, rep, scratch)
-	r.Seconds = time.Since(began).Seconds()
+	r.Seconds, r.Load1 = time.Since(began).Seconds(), load
 	return r
 }
 
