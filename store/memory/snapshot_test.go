@@ -386,6 +386,20 @@ func FuzzDecodeSnapshot(f *testing.F) {
 	d := channelData{next: 3, floor: 1, records: []store.Record{record(1), record(2)}}
 	d.records[0].Offset, d.records[1].Offset = 1, 2
 	f.Add(encodeChannel("events", kindAppend, &d, nil, "w", t0))
+	st := &sessionsState{
+		log:     channelData{next: 3, floor: 1, records: d.records, holds: []store.Held{{ClientID: "c", PacketID: 1, Record: record(5)}}},
+		meta:    []bcastMeta{{}, {forShares: true, owedTo: "a"}},
+		cursors: map[string]uint64{"a": 2},
+		sessions: []sessionData{{
+			s:        store.Session{ClientID: "a", ReceiveMaximum: 2, Subscriptions: []store.Subscription{{Filter: "x/#", Partition: []byte{1}}}, Will: &store.Will{Topic: "w"}},
+			inflight: []store.InFlight{{Offset: 2, PacketID: 7}},
+		}},
+		groups: map[string]*groupState{"g": {cursor: 2, returned: []uint64{1}}},
+	}
+	f.Add(encodeBroadcast(st, "w", t0))
+	f.Add(encodeSessions(st, "w", t0))
+	f.Add(encodeManifest(&manifest{began: t0, files: []string{"a.snapshot"}}, "w"))
+	f.Add(encodeRetained(d.records, "w", t0))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		// Must refuse or accept, never panic or allocate without bound.
 		decodeChannel(b, "events")
