@@ -78,14 +78,17 @@ func (r *Report) WriteSVG(w io.Writer) error {
 			y := float64(base) - h
 			fmt.Fprintf(&b, `<rect x="%d" y="%.1f" width="%d" height="%.1f" fill="%s"><title>%s</title></rect>`+"\n",
 				x, y, barWidth, h, palette[bi%len(palette)], esc(fmt.Sprintf("%s %s: %s %s (min %s, max %s, %d runs)", c.Name, n, Number(s.Median), m.Unit, Number(s.Min), Number(s.Max), s.N)))
+			top := y
 			if s.N > 1 {
 				y1, y2 := float64(base)-scale(m, best, s.Min), float64(base)-scale(m, best, s.Max)
 				cx := float64(x) + barWidth/2
 				fmt.Fprintf(&b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#24292f"/>`+"\n", cx, y1, cx, y2)
+				top = math.Min(top, math.Min(y1, y2))
 			}
-			// The figure, written up the bar so that neighbours never overlap.
+			// The figure, written upwards from above the bar and its whisker,
+			// so that neighbours never overlap.
 			fmt.Fprintf(&b, `<text transform="translate(%.1f,%.1f) rotate(-90)" font-size="9">%s</text>`+"\n",
-				float64(x)+barWidth/2+3, y-3, esc(Number(s.Median)))
+				float64(x)+barWidth/2+3, top-3, esc(Number(s.Median)))
 		}
 		figure := m.Label
 		if m.Unit != "" {
