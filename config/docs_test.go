@@ -32,7 +32,7 @@ func schemaKeys(t *testing.T) map[string]bool {
 			delete(keys, p)
 		}
 	}
-	for _, container := range []string{"broker", "channels", "bridges", "channels.<name>", "bridges.<name>", "broker.storage.providers.<name>"} {
+	for _, container := range []string{"broker", "broker.limits", "channels", "bridges", "channels.<name>", "bridges.<name>", "broker.storage.providers.<name>"} {
 		delete(keys, container)
 	}
 	return keys

@@ -108,7 +108,11 @@ func (l *loader) load(root *node) *Config {
 	if b.n == nil && (root == nil || root.kind != nullNode) {
 		top.at("broker", " is missing or empty; it holds broker.id and broker.storage, which have no defaults")
 	}
-	l.cfg.Broker.Limits = l.limits(b.child("limits"))
+	// RFC 0002 names these keys limits.<key> although they are written
+	// under broker:, and its example messages do too; findings follow it.
+	lim := b.child("limits")
+	lim.path = "limits"
+	l.cfg.Broker.Limits = l.limits(lim)
 	l.broker(b)
 	l.channels(top.get("channels"))
 	l.bridges(top.get("bridges"))

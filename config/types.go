@@ -198,7 +198,7 @@ type Session struct {
 	AckCommitInterval time.Duration
 }
 
-// Limits is broker.limits. Zero means no bound for the keys that accept none.
+// Limits is broker: limits: (named limits.<key> in findings, as RFC 0002 names them). Zero means no bound for the keys that accept none.
 type Limits struct {
 	MaxMessageSize    int64
 	MaxTopicLength    int
