@@ -34,7 +34,10 @@ func answerBusy(nc net.Conn, deadline time.Time) {
 				nc.Write(connackBusy5)
 			case 4:
 				nc.Write(connackBusy311)
+			default:
+				return
 			}
+			drainUntilClosed(nc)
 			return
 		}
 		if n == len(buf) {
@@ -84,4 +87,20 @@ func connectLevel(b []byte) (level byte, ok, more bool) {
 		return 0, false, true
 	}
 	return b[i+len(name)], true, false
+}
+
+// drainUntilClosed sends FIN after what was written and discards what the
+// peer still sends (the rest of its CONNECT) until it closes or the deadline
+// passes: closing with unread bytes would answer with a reset, which can
+// destroy the CONNACK before the client reads it.
+func drainUntilClosed(nc net.Conn) {
+	if cw, ok := nc.(interface{ CloseWrite() error }); ok {
+		cw.CloseWrite()
+	}
+	var sink [512]byte
+	for {
+		if _, err := nc.Read(sink[:]); err != nil {
+			return
+		}
+	}
 }
