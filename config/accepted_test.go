@@ -285,3 +285,11 @@ func TestAKeyWrittenTwiceIsRefused(t *testing.T) {
 		t.Errorf("%v", err)
 	}
 }
+
+func TestFindingsCarryLineAndColumn(t *testing.T) {
+	_, err := parseYAML(t, with("  limits:\n    max_topic_levels: 0\n", ""))
+	f := findings(t, err)
+	if len(f) != 1 || f[0].Line != 12 || f[0].Column != 5 {
+		t.Errorf("%+v", f)
+	}
+}

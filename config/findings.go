@@ -11,9 +11,12 @@ import (
 // a message in the voice RFC 0002's examples use - what was written, what is
 // accepted, what to write instead.
 type Finding struct {
-	Key     string
-	File    string
-	Line    int
+	Key  string
+	File string
+	Line int
+	// Column is where on the line the key or value starts, 0 where the
+	// finding is about something absent.
+	Column  int
 	Message string
 }
 
@@ -88,7 +91,7 @@ type collector struct {
 func (c *collector) at(n *node, key, format string, args ...any) {
 	f := Finding{Key: key, Message: fmt.Sprintf(format, args...)}
 	if n != nil {
-		f.File, f.Line = n.file, n.line
+		f.File, f.Line, f.Column = n.file, n.line, n.col
 	}
 	c.list = append(c.list, f)
 }

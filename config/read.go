@@ -115,6 +115,13 @@ func (o *obj) at(k, format string, args ...any) {
 		file = o.n.file
 	}
 	o.c.atLine(file, line, o.key(k), format, args...)
+	if o.n != nil {
+		for i, key := range o.n.keys {
+			if key == k {
+				o.c.list[len(o.c.list)-1].Column = o.n.keyCol[i]
+			}
+		}
+	}
 }
 
 // done refuses every key nothing read. Keys refused elsewhere with a reason of

@@ -28,6 +28,7 @@ type node struct {
 	kind nodeKind
 	file string
 	line int
+	col  int
 	// tag is the node's explicit tag ("!include"), empty when it has none.
 	tag string
 
@@ -39,6 +40,7 @@ type node struct {
 	// Mappings, in document order.
 	keys    []string
 	keyLine []int
+	keyCol  []int
 	vals    []*node
 
 	items []*node
@@ -143,8 +145,18 @@ func lineOf(t *token.Token) int {
 	return t.Position.Line
 }
 
+func colOf(t *token.Token) int {
+	if t == nil || t.Position == nil {
+		return 0
+	}
+	return t.Position.Column
+}
+
 func (c *converter) convert(n ast.Node, depth int) *node {
 	out := c.convertNode(n, depth)
+	if out.col == 0 && n != nil {
+		out.col = colOf(n.GetToken())
+	}
 	if _, alias := n.(*ast.AliasNode); alias || out.size > 0 {
 		// An alias shares its anchor's node, whose size is already counted
 		// once; counting it again is what bounds the expansion.
@@ -255,6 +267,7 @@ func (c *converter) entry(out *node, mv *ast.MappingValueNode, depth int) {
 	}
 	out.keys = append(out.keys, key.text)
 	out.keyLine = append(out.keyLine, line)
+	out.keyCol = append(out.keyCol, colOf(mv.Key.GetToken()))
 	val := c.convert(mv.Value, depth+1)
 	if val.line == 0 {
 		val.line = line

@@ -105,3 +105,47 @@ func TestCheckConfigAcceptsTheEqualsForm(t *testing.T) {
 		t.Errorf("exit %d: %s", code, errs)
 	}
 }
+
+// TestCheckConfigRefusalsExitNonZeroNamingKeyFileAndLine runs a refusal of
+// each family through the command: exit status 1, the key, file:line.
+func TestCheckConfigRefusalsExitNonZeroNamingKeyFileAndLine(t *testing.T) {
+	src, err := os.ReadFile(exampleConfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct{ name, from, to, key string }{
+		{"UnknownKey", "  log_level: info", "  log_lvl: info", "broker.log_lvl"},
+		{"KeepaliveOverMQTTCeiling", "  log_level: info", "  log_level: info\n  limits:\n    max_keepalive: 20h", "limits.max_keepalive"},
+		{"RelativeSnapshotDir", "snapshot_dir: none", "snapshot_dir: snapshots", "broker.storage.providers.volatile.snapshot_dir"},
+		{"QueueFilterWithBraces", "filter: iot/+/work/+", "filter: iot/+/{work,jobs}/+", "channels.jobs.filter"},
+		{"DLQLevelInAFilter", "filter: iot/+/events/+", "filter: iot/+/__dlq/+", "channels.events.filter"},
+		{"OperationsOnARoutableAddress", "address: 127.0.0.1:9090", "address: 0.0.0.0:9090", "broker.operations.listen.tcp.address"},
+		{"PortClash", "address: 127.0.0.1:9090", "address: 127.0.0.1:1883", "broker.operations.listen.tcp"},
+		{"RetentionBytesOnLatest", "    filter: iot/+/state/+", "    filter: iot/+/state/+\n    retention_bytes: 1GiB", "channels.state.retention_bytes"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			text := strings.Replace(string(src), c.from, c.to, 1)
+			path := filepath.Join(t.TempDir(), "saguin.yaml")
+			if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			code, out, errs := run(t, "--check-config", path)
+			if code != 1 || out != "" {
+				t.Fatalf("exit %d, stdout %q", code, out)
+			}
+			if !strings.Contains(errs, "- "+c.key) || !strings.Contains(errs, path+":") {
+				t.Errorf("stderr does not name %s and %s:line:\n%s", c.key, path, errs)
+			}
+		})
+	}
+}
+
+func TestOutputAndJSONAreRefusedWithTheBrokerMode(t *testing.T) {
+	missing := filepath.Join(t.TempDir(), "absent.yaml")
+	for _, flag := range []string{"--output", "--json"} {
+		if code, _, errs := run(t, "--config", missing, flag); code == 0 || !strings.Contains(errs, flag) {
+			t.Errorf("--config with %s: exit %d: %s", flag, code, errs)
+		}
+	}
+}
