@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"runtime"
 	"fmt"
 	"strconv"
 	"sync"
@@ -363,6 +364,13 @@ func (w *writer) runPublishes(closedBy *atomic.Uint64) {
 		answer(o)
 		w.batch[i] = nil
 	}
+	// Yield the processor to the publishers just answered before looking for
+	// the next batch. It is not a wait - no timer, no count, and a lone
+	// publisher's next record starts a transaction the moment it arrives -
+	// but on a machine with few cores the writer would otherwise take the
+	// next batch before any answered publisher had run, so "what arrived
+	// during the commit" would stay one or two records however many publish.
+	runtime.Gosched()
 }
 
 // runGroup runs a group of session writes (or one solo write) in one
