@@ -105,6 +105,16 @@ func checkRoundTrip(t *testing.T, p Packet, version uint8) {
 	if enc2 := again.Append(nil, version); !bytes.Equal(enc2, enc) {
 		t.Fatalf("encoding is not stable:\n% x\n% x", enc, enc2)
 	}
+	var clone Packet
+	switch p := p.(type) {
+	case *Publish:
+		clone = p.Clone()
+	case *Connect:
+		clone = p.Clone()
+	}
+	if clone != nil && !reflect.DeepEqual(normalise(clone), normalise(p)) {
+		t.Fatalf("clone differs:\n got %+v\nwant %+v", clone, p)
+	}
 }
 
 // fuzzDecoder runs one decode entry point on a body of any bytes, the fixed
