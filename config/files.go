@@ -122,6 +122,15 @@ func (c *Config) CheckFiles() []Finding {
 }
 
 func readBounded(path string) ([]byte, error) {
+	// A named file is a regular file: opening a FIFO would wait for a writer,
+	// and a device would be read for ever.
+	st, err := os.Stat(path)
+	if err != nil {
+		return nil, fmt.Errorf("%s cannot be read: %w", path, unwrapPath(err))
+	}
+	if !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s is not a regular file", path)
+	}
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("%s cannot be read: %w", path, unwrapPath(err))

@@ -133,3 +133,26 @@ func TestMQTTPasswordFileNamingNobodyOnADoorAdmittingNobodyElseIsRefused(t *test
 		t.Errorf("a door admitting anonymous clients beside an empty file: %v", f)
 	}
 }
+
+func TestLoadReportsSchemaAndFileFindingsTogether(t *testing.T) {
+	cfg, err := parseYAML(t, with("  mqtt:\n    password_file: /nonexistent/p\n", ""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	src, _ := os.ReadFile(cfg.File)
+	bad := strings.Replace(string(src), "  id: test\n", "  id: test\n  log_level: loud\n", 1)
+	if err := os.WriteFile(cfg.File, []byte(bad), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	got, err := Load(cfg.File)
+	if got != nil || err == nil || !strings.Contains(err.Error(), "log_level") || !strings.Contains(err.Error(), "/nonexistent/p cannot be read") {
+		t.Errorf("Load = %v, %v", got, err)
+	}
+}
+
+func TestANamedFileThatIsNotARegularFileIsRefused(t *testing.T) {
+	cfg := accepted(t, with("  mqtt:\n    password_file: /dev/null\n", ""))
+	if f := cfg.CheckFiles(); len(f) != 1 || !strings.Contains(f[0].String(), "not a regular file") {
+		t.Errorf("%v", f)
+	}
+}

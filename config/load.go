@@ -30,34 +30,48 @@ import (
 // only the named files are missing or unusable - --check-config --output prints
 // the document in that case - and is nil otherwise.
 func Load(path string) (*Config, error) {
-	cfg, err := Parse(path)
-	if err != nil {
-		return nil, err
+	cfg, schema := parse(path)
+	if cfg == nil {
+		return nil, &Error{Findings: schema}
 	}
-	if findings := cfg.CheckFiles(); len(findings) > 0 {
-		return cfg, &Error{Findings: findings}
+	// Every finding at once: the files a configuration names are checked even
+	// when the schema already failed, so one run reports both.
+	all := append(schema, cfg.CheckFiles()...)
+	switch {
+	case len(schema) > 0:
+		return nil, &Error{Findings: all}
+	case len(all) > 0:
+		return cfg, &Error{Findings: all}
 	}
 	return cfg, nil
 }
 
 // Parse is Load without opening the files the configuration names.
 func Parse(path string) (*Config, error) {
+	cfg, findings := parse(path)
+	if len(findings) > 0 {
+		return nil, &Error{Findings: findings}
+	}
+	return cfg, nil
+}
+
+// parse reads the file and returns what it resolved with every schema
+// finding. The configuration is nil only when the file could not be read or
+// parsed as YAML at all.
+func parse(path string) (*Config, []Finding) {
 	l := &loader{display: path, included: map[string]string{}}
 	root, err := l.readFile(path, path)
 	if err != nil {
-		return nil, &Error{Findings: []Finding{findingOf(path, err)}}
+		return nil, []Finding{findingOf(path, err)}
 	}
 	abs, err := filepath.Abs(path)
 	if err != nil {
-		return nil, &Error{Findings: []Finding{{File: path, Message: err.Error()}}}
+		return nil, []Finding{{File: path, Message: err.Error()}}
 	}
 	l.abs = abs
 	cfg := l.load(root)
-	if len(l.c.list) > 0 {
-		return nil, &Error{Findings: l.c.list}
-	}
 	cfg.Notes = l.notes.list
-	return cfg, nil
+	return cfg, l.c.list
 }
 
 // findingOf turns a file that could not be read or parsed into a finding.
