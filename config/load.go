@@ -216,6 +216,10 @@ func (l *loader) include(item *node, key string) (group, bool) {
 		return group{}, false
 	}
 	l.included[abs] = fmt.Sprintf("%s:%d", item.file, item.line)
+	if st, err := os.Stat(display); err == nil && !st.Mode().IsRegular() {
+		l.c.at(item, key, " !include %q: %s is not a regular file", rel, display)
+		return group{}, false
+	}
 	n, err := l.readFile(display, display)
 	if err != nil {
 		var de *docError
