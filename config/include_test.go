@@ -154,3 +154,25 @@ func TestTwoProviderFilesOnOneStoreAreRefusedNamingBoth(t *testing.T) {
 	})
 	hasFinding(t, err, "broker.storage.providers.other", "b.yaml", 1, "mem", "a.yaml")
 }
+
+// The shape guide-latest-append-queue.txt opens with: a channels list whose
+// groups are written in place, one of them holding two channels.
+func TestChannelGroupsWrittenInPlace(t *testing.T) {
+	cfg := accepted(t, strings.Replace(minimal, "      mem:\n", "      durable:\n        type: sqlite\n        file_path: /var/lib/saguin/d.db\n      local:\n        type: memory\n        snapshot_dir: none\n      mem:\n", 1)+`channels:
+  - events:
+      type: append
+      filter: iot/+/events/+
+      storage: durable
+    state:
+      type: latest
+      filter: iot/+/state/+
+      storage: local
+  - jobs:
+      type: queue
+      filter: iot/+/work/+
+      storage: durable
+`)
+	if len(cfg.Channels) != 3 || cfg.Channels[2].Storage != "local" || cfg.DeadLetters[0].Storage != "durable" {
+		t.Errorf("%+v", cfg.Channels)
+	}
+}
