@@ -134,3 +134,18 @@ func TestConnectionsOverMaxConnectRateWaitRatherThanBeingRefused(t *testing.T) {
 		t.Fatalf("eight connections admitted in %s: the rate did not pace them", el)
 	}
 }
+
+// TestOversizedConnectSentWholeStillReadsItsRefusal: a client that writes its
+// whole oversized CONNECT before reading is still able to read the 0x95.
+func TestOversizedConnectSentWholeStillReadsItsRefusal(t *testing.T) {
+	b := startBroker(t, brokerConfig{Limits: "max_connect_size: 1KiB"})
+	c := dialRaw(t, b.addr, codec.Version5)
+	c.send(c.connectPacket("big", func(p *codec.Connect) {
+		p.UsernameFlag, p.Username = true, []byte("u")
+		p.PasswordFlag, p.Password = true, make([]byte, 60000)
+	}))
+	if ack := c.connack(); ack.ReasonCode != codec.PacketTooLarge {
+		t.Fatalf("CONNACK 0x%02x, want 0x95", byte(ack.ReasonCode))
+	}
+	c.expectClosed()
+}

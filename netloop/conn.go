@@ -22,9 +22,17 @@ const (
 	actNone       uint32 = iota
 	actClose             // close with nothing written
 	actAbort             // write_timeout: drop what waits and close
+	actLingerEnd         // the drain after a refusal is over: close
 	actKeepalive         // keepalive expired: DISCONNECT 0x8D to MQTT 5, then close
 	actKickOffset        // actKickOffset+reason: DISCONNECT reason, then close
 )
+
+// drainGrace is how long a connection refused or ended over a bad packet
+// keeps discarding what its client still sends after the last packet was
+// written and the write side shut: closing with unread bytes would answer
+// with a reset, which can destroy that last packet before the client reads
+// it. Nothing is read into memory meanwhile, and the slot is already back.
+const drainGrace = time.Second
 
 // outboundCap bounds the bytes handed to the transport and not yet taken by
 // the kernel, per connection; the rest waits in the connection's own queue.
@@ -48,6 +56,7 @@ type Conn struct {
 	outPending  atomic.Bool  // bytes wait in the transport or writable entries in the queue
 	progressAt  atomic.Int64 // unix ns the kernel last took bytes, or had nothing to take
 	slotGiven   atomic.Bool
+	lingerUntil atomic.Int64 // unix ns a draining connection closes at; 0 none
 	out         outQueue
 	id          atomic.Pointer[string]
 	version     atomic.Uint32
@@ -65,6 +74,7 @@ type Conn struct {
 	lastTaken     int64
 	attached      bool // the handler knows this connection
 	aborting      bool // the end discards what waits (write_timeout)
+	lingering     bool // the end drains the client's input (a refusal, a bad packet)
 	closed        bool
 }
 
@@ -153,6 +163,10 @@ func (c *Conn) tick(now int64) {
 			return
 		}
 	default:
+		if lu := c.lingerUntil.Load(); lu != 0 && now >= lu && c.lingerUntil.CompareAndSwap(lu, 0) {
+			c.action.Store(actLingerEnd)
+			c.wake()
+		}
 		return
 	}
 	if c.outPending.Load() {
@@ -167,7 +181,14 @@ func (c *Conn) tick(now int64) {
 // OnWake runs what other goroutines asked for, then writes what waits.
 func (c *Conn) OnWake() {
 	c.woken.Store(false)
-	if a := c.action.Swap(actNone); a != actNone && c.state.Load() != stateEnding {
+	a := c.action.Swap(actNone)
+	if a == actLingerEnd {
+		if !c.closed {
+			c.t.Close()
+		}
+		return
+	}
+	if a != actNone && c.state.Load() != stateEnding {
 		switch {
 		case a == actClose:
 			c.logWarn("closed: no CONNECT within connect_timeout")
@@ -289,9 +310,22 @@ func (c *Conn) end(reason codec.ReasonCode, send, graceful bool) {
 	case c.closed:
 	case c.aborting:
 		c.t.Abort()
+	case c.lingering:
+		c.finish()
 	default:
 		c.t.Close()
 	}
+}
+
+// finish closes a connection whose client may still be sending: the write
+// side is shut after the last packet and input is discarded until the client
+// closes or drainGrace passes.
+func (c *Conn) finish() {
+	if c.t.Buffered() > 0 || !c.t.Finish() {
+		c.t.Close()
+		return
+	}
+	c.lingerUntil.Store(c.srv.now.Load() + int64(drainGrace))
 }
 
 // slotRelease gives the max_connections slot back, once.

@@ -264,7 +264,7 @@ func (c *Conn) refuse(v byte, code codec.ReasonCode, sc *scratch, why string) {
 	sc.out = ack.Append(sc.out, v)
 	c.flushScratch(sc)
 	c.logWarn("connection refused", "protocol", protocolName(v), "code", "0x"+strings.ToUpper(hex2(byte(code))), "why", why)
-	c.t.Close()
+	c.finish()
 }
 
 // refuseRaw refuses with a CONNACK written as bytes (the 3.1 and 3.1.1
@@ -275,7 +275,7 @@ func (c *Conn) refuseRaw(b []byte, why string) {
 	c.out.close()
 	c.t.Write(b)
 	c.logWarn("connection refused", "code", "0x01", "why", why)
-	c.t.Close()
+	c.finish()
 }
 
 func protocolName(v byte) string {

@@ -56,6 +56,7 @@ func (c *Conn) protocolFault(err error, sc *scratch) {
 	}
 	c.logWarn("disconnected: protocol violation", "code", "0x"+hex2(byte(code)), "rule", rule)
 	c.flushScratch(sc) // answers already decided go first, in order
+	c.lingering = true
 	c.end(code, true, false)
 }
 

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/panjf2000/gnet/v2"
+
+	"saguin/codec"
 )
 
 // tickInterval is how often the timer scan runs: connect_timeout, keepalive,
@@ -27,7 +29,9 @@ type Server struct {
 	doors []*listener
 
 	stopOnce sync.Once
+	stopErr  error
 	stop     chan struct{} // closed when shutdown begins
+	tickStop chan struct{} // closed once every connection has ended
 	wg       sync.WaitGroup
 
 	mu    sync.Mutex
@@ -44,11 +48,12 @@ func New(opts Options) (*Server, error) {
 		return nil, fmt.Errorf("netloop: %w", err)
 	}
 	s := &Server{
-		opts:  opts,
-		log:   opts.Logger,
-		adm:   newAdmission(opts.MaxConnections),
-		stop:  make(chan struct{}),
-		conns: make(map[*Conn]struct{}),
+		opts:     opts,
+		log:      opts.Logger,
+		adm:      newAdmission(opts.MaxConnections),
+		stop:     make(chan struct{}),
+		tickStop: make(chan struct{}),
+		conns:    make(map[*Conn]struct{}),
 	}
 	s.now.Store(time.Now().UnixNano())
 	return s, nil
@@ -199,7 +204,8 @@ func (s *Server) forget(c *Conn) {
 	s.mu.Unlock()
 }
 
-// ticker runs the timers of every connection; see Conn.tick.
+// ticker runs the timers of every connection; see Conn.tick. It outlives
+// the doors during shutdown, since ending connections still have timers.
 func (s *Server) ticker() {
 	defer s.wg.Done()
 	t := time.NewTicker(tickInterval)
@@ -207,7 +213,7 @@ func (s *Server) ticker() {
 	var batch []*Conn
 	for {
 		select {
-		case <-s.stop:
+		case <-s.tickStop:
 			return
 		case now := <-t.C:
 			s.now.Store(now.UnixNano())
@@ -227,15 +233,19 @@ func (s *Server) ticker() {
 
 // Shutdown stops the broker's doors: admission ends, every door closes, MQTT 5
 // clients are sent DISCONNECT 0x8B and 3.1.1 connections are closed; then it
-// waits for every connection to end (or ctx) and stops the event loops.
+// waits for every connection to end (or ctx) and stops the event loops. A
+// second call waits for the first and returns its result.
 func (s *Server) Shutdown(ctx context.Context) error {
-	s.stopOnce.Do(func() {
-		s.adm.stop()
-		close(s.stop)
-		for _, l := range s.doors {
-			l.close()
-		}
-	})
+	s.stopOnce.Do(func() { s.stopErr = s.shutdown(ctx) })
+	return s.stopErr
+}
+
+func (s *Server) shutdown(ctx context.Context) error {
+	s.adm.stop()
+	close(s.stop)
+	for _, l := range s.doors {
+		l.close()
+	}
 	s.mu.Lock()
 	all := make([]*Conn, 0, len(s.conns))
 	for c := range s.conns {
@@ -243,7 +253,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	}
 	s.mu.Unlock()
 	for _, c := range all {
-		c.Kick(0x8B) // Server shutting down
+		c.Kick(codec.ServerShuttingDown)
 	}
 	var err error
 	for err == nil {
@@ -259,6 +269,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		case <-time.After(5 * time.Millisecond):
 		}
 	}
+	close(s.tickStop)
 	s.wg.Wait()
 	if s.loop != nil {
 		if e := s.loop.Stop(); e != nil && err == nil {

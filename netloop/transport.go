@@ -2,6 +2,7 @@ package netloop
 
 import (
 	"sync/atomic"
+	"syscall"
 
 	"github.com/panjf2000/gnet/v2"
 )
@@ -26,6 +27,10 @@ type Transport interface {
 	// send queue included, so that a half-written packet is undone rather
 	// than trickled out behind the close (limits.write_timeout).
 	Abort()
+	// Finish shuts the write side after what was written (a FIN) and leaves
+	// the connection open to be read until the peer closes; false when it
+	// cannot, and the caller closes instead.
+	Finish() bool
 	// Wake asks the loop to call Conn.OnWake soon.
 	Wake()
 	RemoteAddr() string
@@ -62,6 +67,14 @@ func (t *gnetTransport) Abort() {
 		(*gc).SetLinger(0) // close sends RST and drops the send queue
 		(*gc).Close()
 	}
+}
+
+func (t *gnetTransport) Finish() bool {
+	gc := t.gc.Load()
+	if gc == nil {
+		return false
+	}
+	return syscall.Shutdown((*gc).Fd(), syscall.SHUT_WR) == nil
 }
 
 func (t *gnetTransport) Wake() {
