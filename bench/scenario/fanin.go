@@ -30,7 +30,7 @@ func faninQ0(p Profile) Case {
 // (credit), each write carrying a batch; the subscriber counts what arrives.
 func runFanin(ctx context.Context, e *Env) (Values, error) {
 	p := e.Profile
-	flow := newCredit(int64(p.FaninPublishers*faninBatch*8), time.Second)
+	flow := newCredit(int64(p.FaninWindow), time.Second)
 	sub, err := loadgen.Dial(ctx, loadgen.Options{Addr: e.Addr, ClientID: "fanin-sub",
 		OnPublish: func(*codec.Publish) { flow.delivered() }})
 	if err != nil {
