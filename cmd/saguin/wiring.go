@@ -9,9 +9,10 @@ import (
 	"saguin/netloop"
 )
 
-// netloopOptions maps the resolved configuration onto netloop's options. The
-// doors netloop cannot serve yet (TLS, WebSocket) refuse the start rather
-// than leave a configured door silently closed.
+// netloopOptions maps the resolved configuration onto netloop's options.
+// What cannot be served yet (TLS and WebSocket doors, PROXY headers, password
+// and ACL files) refuses the start, rather than leave a configured door
+// closed or a configured credential check silently off.
 func netloopOptions(cfg *config.Config, b *broker.Broker, log *slog.Logger) (netloop.Options, error) {
 	l := cfg.Broker.Limits
 	o := netloop.Options{
@@ -30,8 +31,15 @@ func netloopOptions(cfg *config.Config, b *broker.Broker, log *slog.Logger) (net
 		Logger:             log,
 		Handler:            b,
 	}
+	if cfg.Broker.MQTT.ACLFile != "" {
+		return o, fmt.Errorf("broker.mqtt.acl_file: authorization is not served yet, and a broker that starts anyway lets every client do anything")
+	}
 	for _, ln := range cfg.Broker.MQTT.Listeners {
 		switch {
+		case ln.PasswordFile != "":
+			return o, fmt.Errorf("listener %s: password_file: authentication is not served yet, and a broker that starts anyway admits every client", ln.Name)
+		case ln.ProxyProtocol:
+			return o, fmt.Errorf("listener %s: proxy_protocol is not served yet", ln.Name)
 		case ln.Kind == config.KindWS:
 			return o, fmt.Errorf("listener %s: WebSocket doors are not served yet", ln.Name)
 		case ln.TLS != nil:
