@@ -3,10 +3,13 @@ package conformance
 import (
 	"bufio"
 	"context"
+	"net"
 	"os/exec"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/eclipse/paho.golang/paho"
 )
 
 // needTool skips when a Debian tool the test drives is missing (make
@@ -73,5 +76,75 @@ func TestMosquittoSubReceivesWhatMosquittoPubPublishes(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestMosquittoClientsReadTheRefusals drives the refusals through the stock
+// Debian clients: what they print is what an operator sees.
+func TestMosquittoClientsReadTheRefusals(t *testing.T) {
+	pub := needTool(t, "mosquitto_pub")
+	b := startBroker(t, brokerConfig{MQTT: `min_protocol_version: "5"`, Limits: "max_client_id_length: 23"})
+	host, port := hostPort(t, b.addr)
+	run := func(args ...string) string {
+		ctx, cancel := context.WithTimeout(context.Background(), waitLong)
+		defer cancel()
+		out, _ := exec.CommandContext(ctx, pub, append([]string{"-h", host, "-p", port, "-t", "x", "-m", "y"}, args...)...).CombinedOutput()
+		return strings.ToLower(string(out))
+	}
+	if out := run("-V", "311"); !strings.Contains(out, "unacceptable protocol version") {
+		t.Errorf("3.1.1 below min_protocol_version 5: mosquitto_pub printed %q", out)
+	}
+	if out := run("-V", "5", "-i", strings.Repeat("x", 24)); !strings.Contains(out, "client identifier not valid") {
+		t.Errorf("a 24-byte id over max_client_id_length 23: mosquitto_pub printed %q", out)
+	}
+	if out := run("-V", "5", "-i", strings.Repeat("x", 23)); strings.Contains(out, "error") {
+		t.Errorf("a 23-byte id: mosquitto_pub printed %q", out)
+	}
+}
+
+// TestPahoPublishReachesPahoSubscriber is the first delivery path through an
+// independent MQTT 5 client library on both ends.
+func TestPahoPublishReachesPahoSubscriber(t *testing.T) {
+	addr := target(t)
+	ctx, cancel := context.WithTimeout(context.Background(), waitLong)
+	defer cancel()
+	got := make(chan *paho.Publish, 1)
+	sc, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sub := paho.NewClient(paho.ClientConfig{Conn: sc, OnPublishReceived: []func(paho.PublishReceived) (bool, error){
+		func(pr paho.PublishReceived) (bool, error) { got <- pr.Packet; return true, nil },
+	}})
+	if _, err := sub.Connect(ctx, &paho.Connect{ClientID: "paho-sub", CleanStart: true, KeepAlive: 30}); err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Disconnect(&paho.Disconnect{})
+	if _, err := sub.Subscribe(ctx, &paho.Subscribe{Subscriptions: []paho.SubscribeOptions{{Topic: "paho/#", QoS: 1}}}); err != nil {
+		t.Fatal(err)
+	}
+	pc, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := paho.NewClient(paho.ClientConfig{Conn: pc})
+	if _, err := p.Connect(ctx, &paho.Connect{ClientID: "paho-pub", CleanStart: true, KeepAlive: 30}); err != nil {
+		t.Fatal(err)
+	}
+	defer p.Disconnect(&paho.Disconnect{})
+	resp, err := p.Publish(ctx, &paho.Publish{Topic: "paho/x", QoS: 1, Payload: []byte("hello")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.ReasonCode != 0 {
+		t.Fatalf("PUBACK 0x%02x", resp.ReasonCode)
+	}
+	select {
+	case m := <-got:
+		if m.Topic != "paho/x" || string(m.Payload) != "hello" || m.QoS != 1 {
+			t.Fatalf("got %s %q at QoS %d", m.Topic, m.Payload, m.QoS)
+		}
+	case <-ctx.Done():
+		t.Fatal("nothing delivered")
 	}
 }
