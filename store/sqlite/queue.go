@@ -24,6 +24,7 @@ type queueStore struct {
 	jobs    map[uint64]*jobState // every unresolved job
 	epoch   uint64               // the epoch counter; restarts from 0
 	gen     uint64               // moves on every resolution, for Offer's re-check
+	avail   int                  // jobs AVAILABLE, in their backoff gap or not
 	backoff func(attempts uint32) time.Duration
 }
 
@@ -78,6 +79,7 @@ func (p *Provider) Queue(name string, opts store.QueueOptions) (store.Queue, err
 	if err != nil {
 		return nil, p.mapErr("counting "+name, err)
 	}
+	q.avail = len(q.jobs)
 	ch.count.Store(int64(len(q.jobs)))
 	ch.bytes.Store(bytes)
 	ch.resetPending()
@@ -99,6 +101,7 @@ func (p *Provider) Queue(name string, opts store.QueueOptions) (store.Queue, err
 func (q *queueStore) added(off uint64, size int64) {
 	q.mu.Lock()
 	q.jobs[off] = &jobState{size: size}
+	q.avail++
 	q.mu.Unlock()
 }
 
@@ -171,16 +174,10 @@ func (q *queueStore) Offer(holderName string, now time.Time) (store.Job, store.D
 	const page = 64
 	for attempt := 0; ; attempt++ {
 		q.mu.Lock()
-		gen := q.gen
-		any := false
-		for _, js := range q.jobs {
-			if js.eligible(now) {
-				any = true
-				break
-			}
-		}
+		gen, avail := q.gen, q.avail
 		q.mu.Unlock()
-		if !any {
+		if avail == 0 {
+			// Every job is out with a worker: nothing to read.
 			return store.Job{}, store.Delivery{}, false, nil
 		}
 		var found *store.Job
@@ -219,6 +216,7 @@ func (q *queueStore) Offer(holderName string, now time.Time) (store.Job, store.D
 					continue
 				}
 				q.epoch++
+				q.avail--
 				js.state, js.epoch, js.holder, js.deadline = store.JobDelivering, q.epoch, holderName, time.Time{}
 				found = &jobs[i]
 				d := store.Delivery{Offset: found.Offset, Epoch: js.epoch}
@@ -261,6 +259,7 @@ func (q *queueStore) Unsend(d store.Delivery) error {
 		return fmt.Errorf("queue %s: job %d is leased, not being sent: %w", q.name, d.Offset, store.ErrStaleDelivery)
 	}
 	q.epoch++
+	q.avail++
 	js.state, js.epoch, js.holder = store.JobAvailable, q.epoch, ""
 	return nil
 }
@@ -350,6 +349,9 @@ func (q *queueStore) removeJob(t *wtx, size int64) error {
 
 func (q *queueStore) removed(off uint64) {
 	q.mu.Lock()
+	if js := q.jobs[off]; js != nil && js.state == store.JobAvailable {
+		q.avail--
+	}
 	delete(q.jobs, off)
 	q.gen++
 	q.mu.Unlock()
@@ -365,6 +367,7 @@ func (q *queueStore) Release(d store.Delivery, gapFrom time.Time) (store.Job, er
 		return store.Job{}, err
 	}
 	q.epoch++
+	q.avail++
 	js.state, js.epoch, js.holder, js.deadline = store.JobAvailable, q.epoch, "", time.Time{}
 	js.availableAt = time.Time{}
 	if q.backoff != nil {
