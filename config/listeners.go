@@ -160,9 +160,9 @@ func (l *loader) door(o *obj, kind, key string, operations bool) Listener {
 		}
 		if s, _, ok := o.scalar("proxy_protocol"); ok {
 			switch s {
-			case "true", "v2":
+			case "true", "True", "TRUE", "v2":
 				d.ProxyProtocol = true
-			case "false":
+			case "false", "False", "FALSE":
 			case "on", "v1":
 				o.at("proxy_protocol", " %q: Sagüin reads PROXY protocol v2 only - write proxy_protocol: true, and proxy_protocol v2 at the proxy; v1 carries no TLVs and so cannot say which certificate the proxy verified", s)
 			default:

@@ -177,10 +177,11 @@ func (o *obj) boolean(k string) (bool, bool) {
 	if !ok {
 		return false, false
 	}
+	// YAML's core schema spells a boolean true, True or TRUE.
 	switch s {
-	case "true":
+	case "true", "True", "TRUE":
 		return true, true
-	case "false":
+	case "false", "False", "FALSE":
 		return false, true
 	}
 	o.at(k, " %q: it is true or false", s)
