@@ -160,7 +160,7 @@ func (l *loader) door(o *obj, kind, key string, operations bool) Listener {
 		}
 		if s, _, ok := o.scalar("proxy_protocol"); ok {
 			switch s {
-			case "true", "True", "TRUE", "v2":
+			case "true", "True", "TRUE":
 				d.ProxyProtocol = true
 			case "false", "False", "FALSE":
 			case "on", "v1":
