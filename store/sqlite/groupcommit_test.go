@@ -271,3 +271,37 @@ func TestASharedWriteGroupRetriesWithoutTheFailedWrite(t *testing.T) {
 		t.Fatalf("results %v: the failed write alone should fail", results)
 	}
 }
+
+func TestAwaitedClientsQueuedWritesArePromotedAheadOfOtherDepartures(t *testing.T) {
+	p := mustOpen(t, testOptions(t))
+	release := stall(t, p)
+	var mu sync.Mutex
+	var order []string
+	var wg sync.WaitGroup
+	write := func(client string, class opClass, name string) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			p.w.doFor(client, class, false, true, func(*wtx) error {
+				mu.Lock()
+				order = append(order, name)
+				mu.Unlock()
+				return nil
+			})
+		}()
+	}
+	write("b", classDeparted, "b ends")
+	waitQueued(t, p, 0, 1)
+	write("a", classDeparted, "a's old connection ends")
+	waitQueued(t, p, 0, 2)
+	done := p.AwaitClient("a") // a's CONNECT is read
+	write("a", classConnected, "a's new session")
+	waitQueued(t, p, 0, 3)
+	release()
+	wg.Wait()
+	done()
+	want := []string{"a's old connection ends", "a's new session", "b ends"}
+	if len(order) != 3 || order[0] != want[0] || order[1] != want[1] {
+		t.Fatalf("order %q, want %q: a reconnecting client waits only behind its own id's writes", order, want)
+	}
+}

@@ -243,7 +243,7 @@ func (s *sessionStore) Put(x store.Session) error {
 	if err != nil {
 		return fmt.Errorf("session %q: %w", x.ClientID, err)
 	}
-	err = s.p.w.do(classAnswering, false, false, func(t *wtx) error {
+	err = s.p.w.doFor(x.ClientID, classAnswering, false, false, func(t *wtx) error {
 		_, err := t.exec(t.c.sessionPut, x.ClientID, int64(x.Expiry), store.UnixNanos(x.DisconnectedAt), int64(x.ReceiveMaximum), subs, will)
 		return err
 	})
@@ -285,7 +285,7 @@ func (s *sessionStore) SetDisconnected(clientID string, at time.Time) error {
 	if at.IsZero() {
 		class = classAnswering // a reconnect: its CONNACK waits
 	}
-	err := s.p.w.do(class, false, false, func(t *wtx) error {
+	err := s.p.w.doFor(clientID, class, false, false, func(t *wtx) error {
 		res, err := t.exec(t.c.sessionDisconnected, store.UnixNanos(at), clientID)
 		if err != nil {
 			return err
@@ -304,7 +304,7 @@ func (s *sessionStore) SetDisconnected(clientID string, at time.Time) error {
 // transaction, which may use the reserve for the returned rows.
 func (s *sessionStore) End(clientID string, returned []store.Returned) error {
 	ch := s.log.channel
-	err := s.p.w.do(classDeparted, true, false, func(t *wtx) error {
+	err := s.p.w.doFor(clientID, classDeparted, true, false, func(t *wtx) error {
 		x, err := scanSession(t.c.sessionGet.QueryRow(clientID).Scan)
 		if errors.Is(err, sql.ErrNoRows) {
 			return notHeld(clientID)
@@ -373,7 +373,7 @@ func (s *sessionStore) InFlight(clientID string) ([]store.InFlight, error) {
 
 // AddInFlight implements store.Sessions.
 func (s *sessionStore) AddInFlight(clientID string, entries []store.InFlight) error {
-	err := s.p.w.do(classConnected, false, false, func(t *wtx) error {
+	err := s.p.w.doFor(clientID, classConnected, false, false, func(t *wtx) error {
 		if err := held(t, clientID); err != nil {
 			return err
 		}
@@ -389,7 +389,7 @@ func (s *sessionStore) AddInFlight(clientID string, entries []store.InFlight) er
 
 // MarkReleased implements store.Sessions.
 func (s *sessionStore) MarkReleased(clientID string, key store.InFlightKey) error {
-	err := s.p.w.do(classConnected, true, false, func(t *wtx) error {
+	err := s.p.w.doFor(clientID, classConnected, true, false, func(t *wtx) error {
 		if err := held(t, clientID); err != nil {
 			return err
 		}
@@ -411,7 +411,7 @@ func (s *sessionStore) MarkReleased(clientID string, key store.InFlightKey) erro
 func (s *sessionStore) Ack(clientID string, keys []store.InFlightKey, cursor uint64) error {
 	ch := s.log.channel
 	now := s.p.now()
-	err := s.p.w.do(classConnected, true, false, func(t *wtx) error {
+	err := s.p.w.doFor(clientID, classConnected, true, false, func(t *wtx) error {
 		if err := held(t, clientID); err != nil {
 			return err
 		}

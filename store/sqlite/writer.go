@@ -64,7 +64,8 @@ type op struct {
 	unbounded bool // the dead-letter move checks no channel bound
 
 	class  opClass
-	relief bool // may use the reserve (notes-0004 "The reserve")
+	client string // the client id a session write is for, "" for others
+	relief bool   // may use the reserve (notes-0004 "The reserve")
 	solo   bool // its own transaction, never grouped
 	noTx   bool // a read on the write connection: no transaction needed
 	fn     func(t *wtx) error
@@ -98,6 +99,7 @@ type writer struct {
 	pubs      []*op
 	pubOpened time.Time // CommitInterval: when the collecting batch opened
 	queues    [numClasses][]*op
+	awaiting  map[string]int // client ids with a packet waiting on the store
 	closing   bool
 	wake      chan struct{}
 	done      chan struct{}
@@ -129,6 +131,9 @@ func (w *writer) submit(o *op) error {
 		}
 		w.pubs = append(w.pubs, o)
 	} else {
+		if o.client != "" && w.awaiting[o.client] > 0 {
+			o.class = classAnswering
+		}
 		w.queues[o.class] = append(w.queues[o.class], o)
 	}
 	w.mu.Unlock()
@@ -147,6 +152,57 @@ func (w *writer) do(class opClass, relief, solo bool, fn func(t *wtx) error) err
 	err := w.submit(o)
 	putOp(o)
 	return err
+}
+
+// doFor is do for a write of one client's session: while that client has a
+// packet waiting on the store (AwaitClient), it is an answering write.
+func (w *writer) doFor(client string, class opClass, relief, solo bool, fn func(t *wtx) error) error {
+	o := getOp()
+	o.client, o.class, o.relief, o.solo, o.fn = client, class, relief, solo, fn
+	err := w.submit(o)
+	putOp(o)
+	return err
+}
+
+// AwaitClient marks clientID as having a packet waiting on the store, from
+// the moment it is read until it is answered (a CONNECT until its CONNACK;
+// a SUBSCRIBE, UNSUBSCRIBE, QoS 1/2 PUBLISH, PUBREL or AUTH while handled).
+// The session writes for that client already queued - a connection being
+// taken over storing its disconnect and its ending - are promoted into the
+// answering class, and every later one is answering until release is
+// called: a reconnecting client's CONNACK waits only behind its own id's
+// writes, never behind every disconnect a reconnect storm queued
+// (notes-0004 "Group commit", takeover). The store interfaces carry no such
+// mark, so the broker reaches this through the *Provider.
+func (p *Provider) AwaitClient(clientID string) (release func()) {
+	w := p.w
+	w.mu.Lock()
+	if w.awaiting == nil {
+		w.awaiting = map[string]int{}
+	}
+	w.awaiting[clientID]++
+	for _, class := range []opClass{classDeparted, classConnected} {
+		q := w.queues[class]
+		kept := q[:0]
+		for _, o := range q {
+			if o.client == clientID {
+				o.class = classAnswering
+				w.queues[classAnswering] = append(w.queues[classAnswering], o)
+				continue
+			}
+			kept = append(kept, o)
+		}
+		clear(q[len(kept):])
+		w.queues[class] = kept
+	}
+	w.mu.Unlock()
+	return func() {
+		w.mu.Lock()
+		if w.awaiting[clientID]--; w.awaiting[clientID] <= 0 {
+			delete(w.awaiting, clientID)
+		}
+		w.mu.Unlock()
+	}
 }
 
 // read runs fn on the write connection outside any transaction: the writer
