@@ -66,8 +66,8 @@ type op struct {
 	class  opClass
 	client string // the client id a session write is for, "" for others
 	relief bool   // may use the reserve (notes-0004 "The reserve")
-	solo   bool // its own transaction, never grouped
-	noTx   bool // a read on the write connection: no transaction needed
+	solo   bool   // its own transaction, never grouped
+	noTx   bool   // a read on the write connection: no transaction needed
 	fn     func(t *wtx) error
 
 	out store.Record
