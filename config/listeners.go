@@ -45,20 +45,26 @@ func (l *loader) listeners(parent *obj, key string, operations bool) []Listener 
 				if named && !validDoorName(name) {
 					entry.at("name", " %q: a door's name holds letters, digits, -, _ and . only", name)
 				}
-				if !named && len(v.items) > 1 {
+				switch {
+				case named:
+					d := l.door(entry, kind, kindKey+"["+name+"]", operations)
+					d.Name = name
+					out = append(out, d)
+				case len(v.items) == 1:
+					// A list of one door with no name is named after its
+					// kind, as the mapping form is.
+					d := l.door(entry, kind, kindKey, operations)
+					d.Name = kind
+					out = append(out, d)
+				default:
 					if !entry.has("name") {
 						l.c.at(item, kindKey, " has %d doors and entry %d has no name; each door of a kind with two or more carries its own name, unique across every door", len(v.items), i+1)
 					}
+					// Read the door anyway, so its own findings are reported;
+					// having no name, it takes part in no name comparison.
+					d := l.door(entry, kind, fmt.Sprintf("%s[%d]", kindKey, i), operations)
+					out = append(out, d)
 				}
-				if !named {
-					name = kind
-				}
-				d := l.door(entry, kind, kindKey+"["+name+"]", operations)
-				if len(v.items) == 1 && !named {
-					d.Key = kindKey
-				}
-				d.Name = name
-				out = append(out, d)
 			}
 		default:
 			o.at(kind, " is %s; a door is a mapping, and several doors of a kind a list of them", v.describe())
@@ -92,9 +98,12 @@ func validDoorName(s string) bool {
 func (l *loader) doorNames(doors []Listener, key string) {
 	seen := map[string]Listener{}
 	for _, d := range doors {
+		if d.Name == "" {
+			continue
+		}
 		if prev, dup := seen[d.Name]; dup {
 			l.c.atLine(l.displayOf(d.ConfiguredIn), d.Line, d.Key,
-				" is named %q, as %s already is (line %d); two doors of one listener cannot share a name", d.Name, prev.Key, prev.Line)
+				" is named %q, and so is the door at line %d (%s); two doors of one listener cannot share a name, a kind's own name included", d.Name, prev.Line, prev.Key)
 			continue
 		}
 		seen[d.Name] = d
@@ -105,12 +114,9 @@ func (l *loader) displayOf(abs string) string {
 	if abs == l.abs || abs == "" {
 		return l.display
 	}
-	for a := range l.included {
-		if a == abs {
-			rel, err := filepath.Rel(filepath.Dir(l.abs), abs)
-			if err == nil {
-				return filepath.Join(filepath.Dir(l.display), rel)
-			}
+	if _, ok := l.included[abs]; ok {
+		if rel, err := filepath.Rel(filepath.Dir(l.abs), abs); err == nil {
+			return filepath.Join(filepath.Dir(l.display), rel)
 		}
 	}
 	return abs
@@ -122,6 +128,11 @@ func (l *loader) door(o *obj, kind, key string, operations bool) Listener {
 	if o.n != nil {
 		d.Line = o.n.line
 		d.ConfiguredIn = l.absOf(o.n.file)
+	}
+	if o.home > 0 {
+		// The line naming the door (tcp:, or its list entry) is the one an
+		// operator goes to.
+		d.Line = o.home
 	}
 	o.get("name") // read by the caller
 	switch kind {
