@@ -21,6 +21,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"saguin/bench/stats"
 	"saguin/codec"
 )
@@ -265,4 +267,29 @@ func (c *Conn) Close() {
 	if c.started {
 		<-c.done
 	}
+}
+
+// PeerClosed reports whether the broker has ended the connection, by the
+// kernel's TCP state rather than by reading: a paused subscriber's socket is
+// full of unread deliveries, and the broker's FIN or RST waits behind them.
+func (c *Conn) PeerClosed() (bool, error) {
+	tc, ok := c.nc.(*net.TCPConn)
+	if !ok {
+		return false, errors.New("loadgen: not a TCP connection")
+	}
+	raw, err := tc.SyscallConn()
+	if err != nil {
+		return false, fmt.Errorf("reaching the socket: %w", err)
+	}
+	var info *unix.TCPInfo
+	var infoErr error
+	if err := raw.Control(func(fd uintptr) {
+		info, infoErr = unix.GetsockoptTCPInfo(int(fd), unix.IPPROTO_TCP, unix.TCP_INFO)
+	}); err != nil {
+		return false, fmt.Errorf("reaching the socket: %w", err)
+	}
+	if infoErr != nil {
+		return false, fmt.Errorf("reading TCP_INFO: %w", infoErr)
+	}
+	return info.State != unix.BPF_TCP_ESTABLISHED, nil
 }

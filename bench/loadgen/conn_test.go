@@ -151,3 +151,31 @@ func TestStampAgeIsTheTimeSinceStamping(t *testing.T) {
 		t.Fatal("a payload too short for a stamp has an age")
 	}
 }
+
+func TestPeerClosedSeesTheBrokerGoEvenBehindUnreadData(t *testing.T) {
+	brokers, failed := peer.Prepare(context.Background(), peer.Options{BinDir: t.TempDir()}, []string{peer.Mosquitto})
+	if err := failed[peer.Mosquitto]; err != nil {
+		t.Skipf("no mosquitto: %v", err)
+	}
+	p, err := brokers[peer.Mosquitto].Start(context.Background(), t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Stop()
+	sub := dial(t, p.Addr, "deaf", nil)
+	if err := sub.Subscribe("bench/deaf", 0); err != nil {
+		t.Fatal(err)
+	}
+	pub := dial(t, p.Addr, "pub", nil)
+	if err := pub.PublishQoS0([]byte("bench/deaf"), make([]byte, 64), 10); err != nil {
+		t.Fatal(err)
+	}
+	if closed, err := sub.PeerClosed(); err != nil || closed {
+		t.Fatalf("closed %v, %v with the broker running", closed, err)
+	}
+	p.Stop()
+	waitFor(t, "the broker's close to reach the unread socket", func() bool {
+		closed, err := sub.PeerClosed()
+		return err == nil && closed
+	})
+}

@@ -22,6 +22,7 @@ func slowSubscriber(p Profile) Case {
 			{Key: "puback_p99_reading_ms", Label: "PUBACK p99, subscriber reading", Unit: "ms", Better: LowerIsBetter},
 			{Key: "rss_growth_mib", Label: "RSS growth in the deaf window", Unit: "MiB", Better: LowerIsBetter},
 			{Key: "rss_deaf_end_mib", Label: "RSS at the window's end", Unit: "MiB", Better: LowerIsBetter},
+			{Key: "deaf_connected", Label: "deaf subscriber still connected (1 yes, 0 no)", Unit: "", Better: HigherIsBetter},
 		},
 		run: runSlow,
 	}
@@ -110,6 +111,17 @@ func runSlow(ctx context.Context, e *Env) (Values, error) {
 	if err == nil && len(samples) >= 2 {
 		v["rss_growth_mib"] = (float64(samples[len(samples)-1]) - float64(samples[0])) / mib
 		v["rss_deaf_end_mib"] = float64(samples[len(samples)-1]) / mib
+	}
+	// Whether the broker hung up on the deaf subscriber (write_timeout, or a
+	// queue limit) rather than holding it within its bounds.
+	if err == nil {
+		var closed bool
+		if closed, err = sub.PeerClosed(); err == nil {
+			v["deaf_connected"] = 1
+			if closed {
+				v["deaf_connected"] = 0
+			}
+		}
 	}
 	return finish(err)
 }
