@@ -86,6 +86,19 @@ func writeGrouped(b *strings.Builder, list []Finding) {
 // rather than only the first.
 type collector struct {
 	list []Finding
+	// pos remembers where each key read was written, for the findings that
+	// relate one key to another and are made after the tree is gone.
+	pos map[string]Finding
+}
+
+// atKey reports a finding about a key by its path, at the place the key was
+// written (or the file's top when it was not).
+func (c *collector) atKey(fallbackFile, key, format string, args ...any) {
+	p, ok := c.pos[key]
+	if !ok {
+		p = Finding{File: fallbackFile}
+	}
+	c.list = append(c.list, Finding{Key: key, File: p.File, Line: p.Line, Column: p.Column, Message: fmt.Sprintf(format, args...)})
 }
 
 func (c *collector) at(n *node, key, format string, args ...any) {

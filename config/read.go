@@ -64,6 +64,10 @@ func (o *obj) get(k string) *node {
 	}
 	for i, key := range o.n.keys {
 		if key == k {
+			if o.c.pos == nil {
+				o.c.pos = map[string]Finding{}
+			}
+			o.c.pos[o.key(k)] = Finding{File: o.n.file, Line: o.n.keyLine[i], Column: o.n.keyCol[i]}
 			return o.n.vals[i]
 		}
 	}

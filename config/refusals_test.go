@@ -48,7 +48,7 @@ func TestRefusals(t *testing.T) {
 		{"MinProtocolVersionOnAListenerIsRefused", with("  mqtt:\n    listen:\n      tcp:\n        address: 127.0.0.1:1883\n        min_protocol_version: \"5\"\n", ""), "broker.mqtt.listen.tcp.min_protocol_version", "min_protocol_version", []string{"property of the device"}},
 
 		// Storage.
-		{"StorageDefaultNamesADefinedProvider", strings.Replace(minimal, "default: mem", "default: disk", 1), "broker.storage.default", "", []string{`"disk"`, "mem"}},
+		{"StorageDefaultNamesADefinedProvider", strings.Replace(minimal, "default: mem", "default: disk", 1), "broker.storage.default", "default: disk", []string{`"disk"`, "mem"}},
 		{"DefaultRetentionPeriodIsAlwaysStated", strings.Replace(minimal, "    default_retention_period: 1d\n", "", 1), "broker.storage.default_retention_period", "", []string{"none is a value"}},
 		{"DefaultRetentionBytesIsAlwaysStated", strings.Replace(minimal, "    default_retention_bytes: none\n", "", 1), "broker.storage.default_retention_bytes", "", []string{"missing"}},
 		{"RetentionZeroIsRefused", strings.Replace(minimal, "default_retention_period: 1d", "default_retention_period: 0s", 1), "broker.storage.default_retention_period", "default_retention_period", []string{"zero"}},
@@ -101,7 +101,7 @@ func TestRefusals(t *testing.T) {
 		{"FilterDeeperThanMaxTopicLevelsIsRefused", with("  limits:\n    max_topic_levels: 2\n", "channels:\n  events:\n    type: append\n    filter: a/b/c\n"), "channels.events.filter", "filter:", []string{"max_topic_levels"}},
 		{"FilterLeavesRoomUnderMaxTopicLength", with("  limits:\n    max_topic_length: 4\n", "channels:\n  events:\n    type: append\n    filter: abcd/+\n"), "channels.events.filter", "filter:", []string{"max_topic_length"}},
 		{"DefaultFilterIsValidatedToo", with("  limits:\n    max_topic_length: 4\n", "channels:\n  events:\n    type: append\n"), "channels.events.type", "type: append", []string{"events/#"}},
-		{"ChannelStorageNamesAProvider", with("", "channels:\n  events:\n    type: append\n    storage: disk\n"), "channels.events.storage", "events:", []string{`"disk"`}},
+		{"ChannelStorageNamesAProvider", with("", "channels:\n  events:\n    type: append\n    storage: disk\n"), "channels.events.storage", "storage: disk", []string{`"disk"`}},
 		{"RetentionBytesOnLatestIsRefused", with("", "channels:\n  s:\n    type: latest\n    retention_bytes: 1GiB\n"), "channels.s.retention_bytes", "retention_bytes: 1GiB", []string{"latest"}},
 		{"MaxBytesOnLatestIsRefused", with("", "channels:\n  s:\n    type: latest\n    max_bytes: 1GiB\n"), "channels.s.max_bytes", "max_bytes", []string{"latest"}},
 		{"RetentionPeriodOnQueueIsRefused", with("", "channels:\n  j:\n    type: queue\n    retention_period: 1d\n"), "channels.j.retention_period", "    retention_period: 1d", []string{"invariant 2"}},

@@ -28,23 +28,23 @@ func (l *loader) validate() {
 		return "the providers are " + strings.Join(out, ", ")
 	}
 	if st.Default != "" && !providerKey(st.Default) {
-		l.c.atLine(l.display, 0, "broker.storage.default", " %q names no provider defined under broker.storage.providers; %s", st.Default, names())
+		l.c.atKey(l.display, "broker.storage.default", " %q names no provider defined under broker.storage.providers; %s", st.Default, names())
 	}
 	if cfg.Broker.Retained.Storage == "" {
 		cfg.Broker.Retained.Storage = st.Default
 	} else if !providerKey(cfg.Broker.Retained.Storage) {
-		l.c.atLine(l.display, 0, "broker.retained.storage", " %q names no provider; %s", cfg.Broker.Retained.Storage, names())
+		l.c.atKey(l.display, "broker.retained.storage", " %q names no provider; %s", cfg.Broker.Retained.Storage, names())
 	}
 	if cfg.Broker.Session.Storage == "" {
 		cfg.Broker.Session.Storage = st.Default
 	} else if !providerKey(cfg.Broker.Session.Storage) {
-		l.c.atLine(l.display, 0, "broker.session.storage", " %q names no provider; %s", cfg.Broker.Session.Storage, names())
+		l.c.atKey(l.display, "broker.session.storage", " %q names no provider; %s", cfg.Broker.Session.Storage, names())
 	}
 	used := map[string]bool{cfg.Broker.Retained.Storage: true, cfg.Broker.Session.Storage: true}
 	for _, ch := range cfg.Channels {
 		used[ch.Storage] = true
 		if ch.Storage != "" && ch.Storage != st.Default && !providerKey(ch.Storage) {
-			l.c.atLine(l.displayOf(ch.ConfiguredIn), ch.Line, "channels."+ch.Name+".storage", " %q names no provider; %s", ch.Storage, names())
+			l.c.atKey(l.displayOf(ch.ConfiguredIn), "channels."+ch.Name+".storage", " %q names no provider; %s", ch.Storage, names())
 		}
 	}
 	l.providerPaths()
@@ -202,7 +202,12 @@ func (l *loader) authentication() {
 			identifies = true
 		}
 		if !d.AllowAnonymous && d.PasswordFile == "" && !hasCA {
-			l.c.atLine(l.displayOf(d.ConfiguredIn), d.Line, d.Key,
+			line := d.Line
+			if p, ok := l.c.pos["broker.mqtt.allow_anonymous"]; ok && line == 0 {
+				// The default door: the line to edit is the one saying false.
+				line = p.Line
+			}
+			l.c.atLine(l.displayOf(d.ConfiguredIn), line, d.Key,
 				" admits nobody: allow_anonymous is false and no password_file (its own or broker.mqtt's) or client certificate authority names anybody - a broker nothing can connect to; name a password_file, or allow anonymous clients")
 		}
 	}
@@ -210,12 +215,12 @@ func (l *loader) authentication() {
 		return
 	}
 	if !identifies {
-		l.c.atLine(l.display, 0, "broker.mqtt.acl_file",
+		l.c.atKey(l.display, "broker.mqtt.acl_file",
 			" is named but nothing authenticates a client - no password_file and no listener with a tls.client_ca_file - so its rules would govern nobody while reading as protection; name a password file or a client certificate authority")
 	}
 	const anonymous = " true beside an acl_file: an anonymous client's identity is the empty name, which a * pattern matches, so it would be admitted with whatever * grants; remove one of the two"
 	if m.AllowAnonymous != nil && *m.AllowAnonymous {
-		l.c.atLine(l.display, 0, "broker.mqtt.allow_anonymous", anonymous)
+		l.c.atKey(l.display, "broker.mqtt.allow_anonymous", anonymous)
 	}
 	for _, d := range m.Listeners {
 		if d.anonymousWritten && d.AllowAnonymous {
@@ -239,7 +244,7 @@ func (l *loader) bridgeRoutes() {
 		if b.ClientID != "" && b.Host != "" {
 			k := strings.ToLower(b.Host) + ":" + b.Port + "\x00" + b.ClientID
 			if prev, dup := ids[k]; dup {
-				l.c.atLine(l.displayOf(b.ConfiguredIn), b.Line, "bridges."+b.Name+".client_id",
+				l.c.atKey(l.displayOf(b.ConfiguredIn), "bridges."+b.Name+".client_id",
 					" %q is also bridge %s's at %s:%s: MQTT closes the older session when a new one arrives with its identifier, so the two would disconnect each other as fast as they reconnect", b.ClientID, prev.Name, b.Host, b.Port)
 			} else {
 				ids[k] = b
