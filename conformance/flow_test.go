@@ -292,3 +292,55 @@ func TestQoS0FloodAtADeafSubscriberCostsBoundedMemory(t *testing.T) {
 		t.Fatalf("broker RSS %.1f MiB: the flood was buffered, not shed", float64(rss)/(1<<20))
 	}
 }
+
+func TestQoS2DeliveryIsReleasedByTheBroker(t *testing.T) {
+	addr := target(t)
+	sub := dialRaw(t, addr, codec.Version5)
+	sub.mustConnect("q2-out-sub", nil)
+	sub.subscribe(1, "q2o/#", 2)
+	pub := dialRaw(t, addr, codec.Version5)
+	pub.mustConnect("q2-out-pub", nil)
+	pub.publish("q2o/x", []byte("x"), 2, 1)
+	p := sub.expectPublish()
+	if p.QoS != 2 {
+		t.Fatalf("delivered at QoS %d, want 2", p.QoS)
+	}
+	sub.send((&codec.Ack{Type: codec.TypePubrec, PacketID: p.PacketID}).Append(nil, codec.Version5))
+	h, body := sub.read()
+	var rel codec.Ack
+	if err := rel.Decode(h, body, codec.Version5); err != nil || h.Type != codec.TypePubrel || rel.PacketID != p.PacketID {
+		t.Fatalf("want PUBREL %d, got %s %+v %v", p.PacketID, h.Type, rel, err)
+	}
+	sub.send((&codec.Ack{Type: codec.TypePubcomp, PacketID: p.PacketID}).Append(nil, codec.Version5))
+}
+
+// TestDeliveriesStayInsideTheSubscribersReceiveMaximum: a subscriber that
+// advertises Receive Maximum 2 has at most two QoS 1 deliveries unacknowledged;
+// the third is written once it acknowledges one.
+func TestDeliveriesStayInsideTheSubscribersReceiveMaximum(t *testing.T) {
+	addr := target(t)
+	sub := dialRaw(t, addr, codec.Version5)
+	sub.mustConnect("window", func(c *codec.Connect) {
+		c.Properties.ReceiveMaximum = 2
+		c.Properties.Present.Set(codec.PropReceiveMaximum)
+	})
+	sub.subscribe(1, "win/#", 1)
+	pub := dialRaw(t, addr, codec.Version5)
+	pub.mustConnect("window-pub", nil)
+	for i := 1; i <= 3; i++ {
+		pub.publish("win/x", []byte{byte(i)}, 1, uint16(i))
+		pub.expectPuback(uint16(i))
+	}
+	first := sub.expectPublish()
+	sub.expectPublish()
+	// The third was queued before this PINGREQ was sent (its PUBACK came
+	// back first), so a PINGRESP ahead of it shows the window held it.
+	sub.send([]byte{0xC0, 0})
+	if h, _ := sub.read(); h.Type != codec.TypePingresp {
+		t.Fatalf("got %s with two deliveries unacknowledged, want PINGRESP", h.Type)
+	}
+	sub.send((&codec.Ack{Type: codec.TypePuback, PacketID: first.PacketID}).Append(nil, codec.Version5))
+	if third := sub.expectPublish(); third.Payload[0] != 3 {
+		t.Fatalf("got payload %d, want the third", third.Payload[0])
+	}
+}

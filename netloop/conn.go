@@ -81,6 +81,7 @@ type Conn struct {
 // inflight is one delivery on the wire waiting for the client's answer.
 type inflight struct {
 	size     int
+	qos      byte
 	released bool // QoS 2: PUBREC seen, PUBREL sent, waiting for PUBCOMP
 }
 
@@ -427,7 +428,7 @@ func (c *Conn) encode(sc *scratch, e outEntry, version byte) {
 		if e.qos > 0 {
 			p.PacketID = c.nextPacketID()
 			size := e.msg.Size()
-			c.inflight[p.PacketID] = inflight{size: size}
+			c.inflight[p.PacketID] = inflight{size: size, qos: e.qos}
 			c.inflightBytes += size
 		}
 		sc.out = p.Append(sc.out, version)

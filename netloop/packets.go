@@ -136,27 +136,31 @@ func (c *Conn) onPublish(h codec.Header, body []byte, sc *scratch) {
 
 // onAck handles the client's side of the QoS 1 and 2 exchanges.
 func (c *Conn) onAck(a *codec.Ack, sc *scratch) {
+	f, ok := c.inflight[a.PacketID]
 	switch a.Type {
-	case codec.TypePuback, codec.TypePubcomp:
-		if f, ok := c.inflight[a.PacketID]; ok {
-			delete(c.inflight, a.PacketID)
-			c.inflightBytes -= f.size
+	case codec.TypePuback:
+		// Only a QoS 1 delivery ends on PUBACK; any other identifier is the
+		// client's mistake and changes nothing.
+		if ok && f.qos == 1 {
+			c.settle(a.PacketID, f)
 		}
 	case codec.TypePubrec:
-		f, ok := c.inflight[a.PacketID]
-		if !ok {
-			c.appendAck(sc, codec.TypePubrel, a.PacketID, codec.PacketIdentifierNotFound)
-			return
+		switch {
+		case !ok || f.qos != 2:
+			if c.Version() == codec.Version5 {
+				c.appendAck(sc, codec.TypePubrel, a.PacketID, codec.PacketIdentifierNotFound)
+			}
+		case a.ReasonCode.IsError():
+			c.settle(a.PacketID, f) // the client refused the message: the exchange ends
+		default:
+			f.released = true
+			c.inflight[a.PacketID] = f
+			c.appendAck(sc, codec.TypePubrel, a.PacketID, codec.Success)
 		}
-		if a.ReasonCode.IsError() {
-			// The client refused the message: the exchange ends here.
-			delete(c.inflight, a.PacketID)
-			c.inflightBytes -= f.size
-			return
+	case codec.TypePubcomp:
+		if ok && f.qos == 2 && f.released {
+			c.settle(a.PacketID, f)
 		}
-		f.released = true
-		c.inflight[a.PacketID] = f
-		c.appendAck(sc, codec.TypePubrel, a.PacketID, codec.Success)
 	case codec.TypePubrel:
 		code := codec.Success
 		if _, held := c.heldQoS2[a.PacketID]; held {
@@ -167,6 +171,12 @@ func (c *Conn) onAck(a *codec.Ack, sc *scratch) {
 		c.appendAck(sc, codec.TypePubcomp, a.PacketID, code)
 	}
 	// A window this opened is used by the flush that follows every OnData.
+}
+
+// settle ends an outbound exchange and gives its window place back.
+func (c *Conn) settle(id uint16, f inflight) {
+	delete(c.inflight, id)
+	c.inflightBytes -= f.size
 }
 
 func (c *Conn) appendAck(sc *scratch, t codec.Type, id uint16, code codec.ReasonCode) {
