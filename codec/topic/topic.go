@@ -119,8 +119,9 @@ const SharePrefix = "$share/"
 
 // SplitShared splits "$share/<ShareName>/<filter>" into its group and filter.
 // ok is false for anything that does not begin with SharePrefix; err reports a
-// shared subscription that is not shaped as MQTT 5 section 4.8.2 says: an empty
-// ShareName, one holding + or #, or a filter that is missing or invalid.
+// shared subscription that is not shaped as MQTT 5 section 4.8.2 says - an empty
+// ShareName, one holding + or #, a filter that is missing or invalid - or
+// whose filter begins $share again.
 func SplitShared(s string) (group, filter string, ok bool, err error) {
 	if !strings.HasPrefix(s, SharePrefix) {
 		return "", "", false, nil
@@ -139,6 +140,11 @@ func SplitShared(s string) (group, filter string, ok bool, err error) {
 	}
 	if err := ValidateFilter(filter); err != nil {
 		return "", "", true, err
+	}
+	if len(filter) >= 6 && strings.EqualFold(filter[:6], "$share") {
+		// It could match only topics under $share/, which nothing can
+		// publish to (RFC 0002 "Shared subscriptions").
+		return "", "", true, errors.New("a shared subscription's filter does not begin $share again, in any case")
 	}
 	return group, filter, true, nil
 }

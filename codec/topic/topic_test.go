@@ -79,6 +79,7 @@ func TestSharedSubscriptionShape(t *testing.T) {
 		{"$share/g+/a", "", "", true, true},
 		{"$share/g/", "", "", true, true},
 		{"$share/g/a/#/b", "", "", true, true},
+		{"$share/g/$SHARE/h/x", "", "", true, true},
 	}
 	for _, c := range cases {
 		g, f, ok, err := SplitShared(c.in)
