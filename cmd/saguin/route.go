@@ -15,8 +15,8 @@ import (
 
 func init() { registerMode("--route", runRoute) }
 
-// stdin is where the list form reads; tests replace it.
-var stdin io.Reader = os.Stdin
+// routeInput is where the list form reads: standard input, which tests replace.
+var routeInput io.Reader = os.Stdin
 
 // maxRouteLine bounds one line of the list form.
 const maxRouteLine = 64 << 10
@@ -63,7 +63,7 @@ func runRoute(args []string, stdout, stderr io.Writer) int {
 	if !asJSON {
 		writeHeader(out)
 	}
-	sc := bufio.NewScanner(stdin)
+	sc := bufio.NewScanner(routeInput)
 	sc.Buffer(make([]byte, 0, 4096), maxRouteLine)
 	for sc.Scan() {
 		line := strings.TrimRight(sc.Text(), "\r")

@@ -8,9 +8,9 @@ import (
 
 func withStdin(t *testing.T, s string) {
 	t.Helper()
-	saved := stdin
-	stdin = strings.NewReader(s)
-	t.Cleanup(func() { stdin = saved })
+	saved := routeInput
+	routeInput = strings.NewReader(s)
+	t.Cleanup(func() { routeInput = saved })
 }
 
 // The list form RFC 0002 "Where a topic lands" runs against the configuration
