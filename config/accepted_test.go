@@ -293,3 +293,7 @@ func TestFindingsCarryLineAndColumn(t *testing.T) {
 		t.Errorf("%+v", f)
 	}
 }
+
+func TestOperationsListenNamingNoDoorIsRefusedWhateverElseIsWrong(t *testing.T) {
+	refused(t, with("  log_level: loud\n  operations:\n    listen: {}\n", ""), "broker.operations.listen", 0, "opens nothing")
+}

@@ -116,7 +116,7 @@ func (l *loader) broker(b *obj) {
 	}
 	l.mqtt(b.child("mqtt"))
 	if b.has("operations") {
-		l.operations(b.child("operations"), b.get("operations"))
+		l.operations(b.child("operations"))
 	} else {
 		b.get("operations")
 	}
@@ -166,22 +166,33 @@ func (l *loader) mqtt(o *obj) {
 	o.done()
 }
 
-func (l *loader) operations(o *obj, n *node) {
+func (l *loader) operations(o *obj) {
 	ops := &Operations{MinScrapeInterval: 60 * time.Second}
 	if p, ok := o.absPath("password_file", "the operators' password file", false); ok {
 		ops.PasswordFile = p
 	}
 	ops.MinScrapeInterval = o.duration("min_scrape_interval", 60*time.Second, durSpec{min: 60 * time.Second,
 		why: "a scrape sooner than a minute is answered from the last one anyway, and a figure the broker accepted and did not honour would be worse than a refusal"})
-	if !o.has("listen") {
-		l.c.at(n, "broker.operations.listen", " is missing: a block that opens nothing asks for /metrics and then serves it nowhere; name a tcp or unix listener, or remove broker.operations")
-	}
 	l.cfg.Broker.Operations = ops
 	ops.Listeners = l.listeners(o, "broker.operations.listen", true)
-	if o.has("listen") && len(ops.Listeners) == 0 && len(l.c.list) == 0 {
-		o.at("listen", " names no listener; it takes tcp, unix or both")
+	if len(ops.Listeners) == 0 && !hasDoor(o.get("listen")) {
+		// A block that opens nothing asks for /metrics and serves it nowhere.
+		o.at("listen", " names no listener: a block that opens nothing asks for /metrics and then serves it nowhere; name a tcp or unix listener, or remove broker.operations")
 	}
 	o.done()
+}
+
+// hasDoor reports whether a listen: block writes any door at all, valid or not.
+func hasDoor(n *node) bool {
+	if n == nil || n.kind != mapNode {
+		return false
+	}
+	for _, v := range n.vals {
+		if v.kind != nullNode {
+			return true
+		}
+	}
+	return false
 }
 
 func (l *loader) retained(o *obj) {
