@@ -95,10 +95,8 @@ func (l *loader) channel(o *obj, name, key string) *Channel {
 		ch.written[k] = o.has(k)
 	}
 	ch.Type = o.enum("type", "", TypeAppend, TypeLatest, TypeQueue)
-	if o.n != nil && !o.has("type") {
+	if !o.has("type") && !o.notMapping {
 		o.at("type", " is missing: a channel is append, latest or queue; a topic no channel claims is broadcast, and there is no type: broadcast")
-	} else if o.n == nil {
-		l.c.atLine(l.display, 0, key, " has no settings; a channel names at least its type")
 	}
 	st := l.cfg.Broker.Storage
 	ch.Storage = st.Default

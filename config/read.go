@@ -26,6 +26,9 @@ type obj struct {
 	// finding about a key missing from it is reported.
 	home int
 	file string
+	// notMapping: a value was written and is not a mapping, which object
+	// has reported; nothing more is said about the keys it lacks.
+	notMapping bool
 	// refused are keys that exist elsewhere and were refused here with a
 	// reason of their own; they are not offered as "the keys here".
 	refused map[string]bool
@@ -39,7 +42,7 @@ func (c *collector) object(n *node, path string) *obj {
 	}
 	if n.kind != mapNode {
 		c.at(n, path, " is %s; it is a mapping of keys", n.describe())
-		o.n = nil
+		o.n, o.notMapping = nil, true
 	}
 	return o
 }
