@@ -3,7 +3,10 @@ package config
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
+
+	"saguin/codec/topic"
 )
 
 // TestEveryExampleLoads loads each file in examples/: the broker
@@ -16,6 +19,20 @@ func TestEveryExampleLoads(t *testing.T) {
 	}
 	for _, p := range paths {
 		t.Run(filepath.Base(p), func(t *testing.T) {
+			if filepath.Ext(p) == ".txt" {
+				// A list for saguin --route: every line a comment or a
+				// topic or filter it can answer.
+				src, err := os.ReadFile(p)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, line := range strings.Split(strings.TrimSpace(string(src)), "\n") {
+					if !strings.HasPrefix(line, "# ") && topic.ValidateFilter(line) != nil {
+						t.Errorf("%q is neither a topic nor a filter", line)
+					}
+				}
+				return
+			}
 			if filepath.Base(p) == "acl.yaml" {
 				src, err := os.ReadFile(p)
 				if err != nil {

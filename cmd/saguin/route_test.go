@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"os"
 	"strings"
 	"testing"
 )
@@ -109,5 +110,20 @@ func TestRouteUsage(t *testing.T) {
 	}
 	if code, _, _ := run(t, "--route", exampleConfig, "a", "b"); code != 2 {
 		t.Errorf("two operands: exit %d", code)
+	}
+}
+
+func TestRouteAnswersTheShippedTopicList(t *testing.T) {
+	f, err := os.Open("../../examples/fleet-topics.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	saved := routeInput
+	routeInput = f
+	t.Cleanup(func() { routeInput = saved })
+	code, out, _ := run(t, "--route", exampleConfig)
+	if code != 0 || strings.Count(out, "\n") != 9 || !strings.Contains(out, "iot/depot/#\tjobs__dlq\tappend\treplayed") {
+		t.Errorf("exit %d:\n%s", code, out)
 	}
 }
