@@ -399,3 +399,56 @@ func TestCloseCheckpointsSoTheMainFileIsComplete(t *testing.T) {
 		t.Fatalf("a copy of the closed main file: %d records, %v", n, err)
 	}
 }
+
+func TestWindowFloorAndRecordsComeFromOneSnapshot(t *testing.T) {
+	p := mustOpen(t, testOptions(t))
+	l, _ := p.Append("events", store.ChannelOptions{})
+	r := record(0, 50)
+	size := store.RecordSize(&r)
+	for i := 0; i < 20; i++ {
+		l.Append(record(i, 50))
+	}
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			l.Append(record(i, 50))
+			l.Trim(time.Time{}, 10*size)
+		}
+	}()
+	defer func() { close(stop); <-done }()
+	for i := 0; i < 300; i++ {
+		from := l.Floor()
+		w, err := l.ReadFrom(from, 5, nil)
+		var below *store.BelowFloorError
+		if errors.As(err, &below) {
+			if len(w.Records) != 0 || below.Floor <= from {
+				t.Fatalf("below-floor answer: %+v %+v", w, below)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The reader asked from at or above the window's floor: the first
+		// record served must be exactly the one asked for, never a survivor
+		// standing in for records a trim removed between two reads.
+		if len(w.Records) == 0 || w.Records[0].Offset != from || from < w.Floor {
+			t.Fatalf("window from %d: floor %d, first %v", from, w.Floor, offsetsOf(w.Records))
+		}
+	}
+}
+
+func offsetsOf(rs []store.Record) []uint64 {
+	out := make([]uint64, len(rs))
+	for i := range rs {
+		out[i] = rs[i].Offset
+	}
+	return out
+}
