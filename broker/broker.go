@@ -207,7 +207,7 @@ func (b *Broker) Publish(c netloop.Client, p *codec.Publish) codec.ReasonCode {
 		if m == nil {
 			m = netloop.NewMessage(p)
 		}
-		ref.c.Deliver(m, min(p.QoS, sub.qos), p.Retain && sub.retainAsPublished)
+		ref.c.Deliver(m, netloop.Delivery{QoS: min(p.QoS, sub.qos), Retain: p.Retain && sub.retainAsPublished, SubscriptionID: sub.id})
 	})
 	return codec.Success
 }
@@ -262,13 +262,13 @@ func (b *Broker) Subscribe(c netloop.Client, f []byte, o netloop.SubscribeOption
 		b.log.Warn("subscription refused", "client_id", id, "code", codec.QuotaExceeded.String(), "why", "limits.max_subscriptions")
 		return codec.QuotaExceeded
 	}
-	sub := subscription{qos: min(o.QoS, 2), noLocal: o.NoLocal, retainAsPublished: o.RetainAsPublished}
+	sub := subscription{qos: min(o.QoS, 2), noLocal: o.NoLocal, retainAsPublished: o.RetainAsPublished, id: o.SubscriptionID}
 	s.filters[filter] = sub
 	b.subs.add(filter, s, sub)
 	sh.mu.Unlock()
 	if o.RetainHandling == 0 || (o.RetainHandling == 1 && !existed) {
 		b.retained.each(filter, func(m *netloop.Message, qos byte) {
-			c.Deliver(m, min(qos, sub.qos), true)
+			c.Deliver(m, netloop.Delivery{QoS: min(qos, sub.qos), Retain: true, SubscriptionID: sub.id})
 		})
 	}
 	return codec.ReasonCode(sub.qos)

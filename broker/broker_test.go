@@ -21,11 +21,11 @@ type fakeClient struct {
 
 func (f *fakeClient) ClientID() string { return f.id }
 func (f *fakeClient) Version() byte    { return codec.Version5 }
-func (f *fakeClient) Deliver(m *netloop.Message, qos byte, retain bool) bool {
+func (f *fakeClient) Deliver(m *netloop.Message, d netloop.Delivery) bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.got = append(f.got, string(m.Payload))
-	f.retains = append(f.retains, retain)
+	f.retains = append(f.retains, d.Retain)
 	return true
 }
 func (f *fakeClient) Kick(r codec.ReasonCode) { f.mu.Lock(); f.kicked = r; f.mu.Unlock() }

@@ -9,6 +9,7 @@ type subscription struct {
 	qos               byte
 	noLocal           bool
 	retainAsPublished bool
+	id                uint32 // Subscription Identifier; 0 none
 }
 
 // index is the subscription index: a tree of filter levels whose nodes hold

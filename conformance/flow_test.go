@@ -344,3 +344,23 @@ func TestDeliveriesStayInsideTheSubscribersReceiveMaximum(t *testing.T) {
 		t.Fatalf("got payload %d, want the third", third.Payload[0])
 	}
 }
+
+func TestDeliveryCarriesTheSubscriptionIdentifier(t *testing.T) {
+	addr := target(t)
+	sub := dialRaw(t, addr, codec.Version5)
+	sub.mustConnect("subid", nil)
+	s := &codec.Subscribe{PacketID: 1, Subscriptions: []codec.Subscription{{Filter: []byte("sid/#"), QoS: 1}}}
+	s.Properties.SubscriptionIDs = []uint32{42}
+	s.Properties.Present.Set(codec.PropSubscriptionID)
+	sub.send(s.Append(nil, codec.Version5))
+	if h, _ := sub.read(); h.Type != codec.TypeSuback {
+		t.Fatalf("want SUBACK, got %s", h.Type)
+	}
+	pub := dialRaw(t, addr, codec.Version5)
+	pub.mustConnect("subid-pub", nil)
+	pub.publish("sid/x", []byte("x"), 0, 0)
+	p := sub.expectPublish()
+	if ids := p.Properties.SubscriptionIDs; len(ids) != 1 || ids[0] != 42 {
+		t.Fatalf("Subscription Identifiers %v, want [42]", ids)
+	}
+}

@@ -99,6 +99,7 @@ type scratch struct {
 	disc     codec.Disconnect
 	out      []byte
 	batch    []outEntry
+	subID    [1]uint32
 }
 
 var scratchPool = sync.Pool{New: func() any {
@@ -125,8 +126,8 @@ func (c *Conn) ClientID() string {
 func (c *Conn) Version() byte { return byte(c.version.Load()) }
 
 // Deliver queues a delivery and wakes the loop to write it. It never blocks.
-func (c *Conn) Deliver(m *Message, qos byte, retain bool) bool {
-	if !c.out.push(outEntry{msg: m, qos: qos, retain: retain}) {
+func (c *Conn) Deliver(m *Message, d Delivery) bool {
+	if !c.out.push(outEntry{msg: m, qos: d.QoS, retain: d.Retain, subID: d.SubscriptionID}) {
 		return false
 	}
 	c.wake()
@@ -422,6 +423,13 @@ func (c *Conn) encode(sc *scratch, e outEntry, version byte) {
 	} else {
 		p.Properties.Reset()
 	}
+	if version == codec.Version5 && e.subID != 0 {
+		// The identifier belongs to this delivery: a scratch-owned slice,
+		// never the shared message's.
+		sc.subID[0] = e.subID
+		p.Properties.SubscriptionIDs = sc.subID[:]
+		p.Properties.Present.Set(codec.PropSubscriptionID)
+	}
 	// MQTT-3.1.2-25: never send a packet above the client's Maximum Packet
 	// Size; such a delivery is discarded as if delivered.
 	if fits := c.clientMaxPkt == 0 || p.Size(version) <= c.clientMaxPkt; fits {
@@ -433,9 +441,9 @@ func (c *Conn) encode(sc *scratch, e outEntry, version byte) {
 		}
 		sc.out = p.Append(sc.out, version)
 	}
-	if e.msg.Props != nil {
-		// Never keep the message's slices in scratch: a later decode would
-		// append into memory every delivery shares.
+	if e.msg.Props != nil || e.subID != 0 {
+		// Never keep the message's slices, or the identifier's, in scratch:
+		// a later decode would append into memory a delivery shares.
 		p.Properties = codec.Properties{}
 	}
 }

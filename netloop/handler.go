@@ -49,6 +49,16 @@ type SubscribeOptions struct {
 	NoLocal           bool
 	RetainAsPublished bool
 	RetainHandling    byte
+	// SubscriptionID is the SUBSCRIBE's Subscription Identifier (MQTT 5);
+	// 0 is none. Deliveries for the filter carry it back.
+	SubscriptionID uint32
+}
+
+// Delivery is how one message is sent to one subscription.
+type Delivery struct {
+	QoS            byte   // already the lower of the publish's and the subscription's
+	Retain         bool   // the RETAIN flag on the outgoing PUBLISH
+	SubscriptionID uint32 // carried as Subscription Identifier; 0 is none
 }
 
 // Client is a connection as the broker holds it. Its methods are safe from any
@@ -57,10 +67,9 @@ type SubscribeOptions struct {
 type Client interface {
 	ClientID() string
 	Version() byte
-	// Deliver queues m for this client at qos (already the lower of the
-	// publish's and the subscription's). It reports false when the delivery
-	// was shed because the client's outbound queue is full.
-	Deliver(m *Message, qos byte, retain bool) bool
+	// Deliver queues m for this client as d says. It reports false when
+	// the delivery was shed because the client's outbound queue is full.
+	Deliver(m *Message, d Delivery) bool
 	// Kick ends the connection: an MQTT 5 client is sent DISCONNECT with
 	// reason first, a 3.1.1 one is closed.
 	Kick(reason codec.ReasonCode)

@@ -11,6 +11,7 @@ type outEntry struct {
 	msg    *Message
 	qos    byte
 	retain bool
+	subID  uint32 // Subscription Identifier to carry; 0 none
 	seq    uint64 // position in the queue, so a drained batch pops exactly itself
 }
 

@@ -195,6 +195,10 @@ func (c *Conn) onSubscribe(h codec.Header, body []byte, sc *scratch) {
 		c.protocolFault(err, sc)
 		return
 	}
+	var subID uint32
+	if ids := s.Properties.SubscriptionIDs; len(ids) > 0 {
+		subID = ids[0]
+	}
 	sa := &sc.suback
 	sa.PacketID = s.PacketID
 	sa.Properties.Reset()
@@ -207,6 +211,7 @@ func (c *Conn) onSubscribe(h codec.Header, body []byte, sc *scratch) {
 		}
 		code := c.srv.opts.Handler.Subscribe(c, f.Filter, SubscribeOptions{
 			QoS: f.QoS, NoLocal: f.NoLocal, RetainAsPublished: f.RetainAsPublished, RetainHandling: f.RetainHandling,
+			SubscriptionID: subID,
 		})
 		if v != codec.Version5 && code.IsError() {
 			code = codec.SubackFailure311
