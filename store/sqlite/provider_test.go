@@ -178,6 +178,9 @@ func TestMaxBytesBelowTwiceTheReserveIsRefused(t *testing.T) {
 	}
 }
 
+// A bound of less than a page is refused at start (here by the rule that it
+// must be above the empty database): SQLite reads max_page_count 0 as "no
+// bound", so a provider given a few hundred bytes would be unbounded.
 func TestMaxBytesRoundingToZeroPagesIsRefused(t *testing.T) {
 	o := testOptions(t)
 	o.MaxBytes = 1000
@@ -451,4 +454,19 @@ func offsetsOf(rs []store.Record) []uint64 {
 		out[i] = rs[i].Offset
 	}
 	return out
+}
+
+func TestEmptyDatabaseSizeIsTheDocumentedFigure(t *testing.T) {
+	p := mustOpen(t, testOptions(t))
+	if p.Bytes() != EmptyDatabaseBytes {
+		t.Fatalf("a new database takes %d bytes; EmptyDatabaseBytes says %d", p.Bytes(), EmptyDatabaseBytes)
+	}
+}
+
+func TestMaxBytesNotAboveTheEmptyDatabasePlusTwiceTheReserveIsRefused(t *testing.T) {
+	o := testOptions(t)
+	o.MaxBytes, o.Reserve = EmptyDatabaseBytes+2*4096, 4096
+	if _, err := Open(o); err == nil || !strings.Contains(err.Error(), "empty database") {
+		t.Fatalf("open: %v", err)
+	}
 }
