@@ -109,7 +109,7 @@ func TestCreatedDatabaseHasPageSize4096WALAndTheSchemaVersion(t *testing.T) {
 		t.Fatalf("page_size %d user_version %d journal_mode %s, want 4096 %d wal", pageSize, version, mode, SchemaVersion)
 	}
 	var strict int
-	db.QueryRow(`SELECT count(*) FROM sqlite_master WHERE type = 'table' AND sql NOT LIKE '%STRICT'`).Scan(&strict)
+	db.QueryRow(`SELECT count(*) FROM sqlite_master WHERE type = 'table' AND sql NOT LIKE '%) STRICT%'`).Scan(&strict)
 	if strict != 0 {
 		t.Fatalf("%d tables are not STRICT", strict)
 	}

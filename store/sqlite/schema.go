@@ -35,9 +35,13 @@ const (
 )
 
 // schema is applied in one transaction together with user_version, so a file
-// never has one without the other. Every table is STRICT: an INTEGER column
-// cannot silently hold text. Nothing here is written with INSERT OR REPLACE:
-// a reused offset must fail, never overwrite.
+// never has one without the other. The tables of small rows keyed by their
+// primary key are WITHOUT ROWID (one b-tree instead of a table and its key
+// index), which also keeps the empty database at 22 pages, the 88KiB RFC
+// 0002 states; tables that carry payloads keep their rowid, since SQLite
+// stores large rows poorly in a WITHOUT ROWID b-tree. Every table is STRICT:
+// an INTEGER column cannot silently hold text. Nothing here is written with
+// INSERT OR REPLACE: a reused offset must fail, never overwrite.
 //
 // Record columns are shared by records, latest_values, queue_items and
 // held_publishes: message_id, ts (receipt time, Unix ns, 0 = unset), topic,
@@ -50,7 +54,7 @@ var schema = []string{
 	`CREATE TABLE meta (
 		key   TEXT PRIMARY KEY,
 		value TEXT NOT NULL
-	) STRICT`,
+	) STRICT, WITHOUT ROWID`,
 	`CREATE TABLE channels (
 		id    INTEGER PRIMARY KEY,
 		name  TEXT NOT NULL UNIQUE,
@@ -121,7 +125,7 @@ var schema = []string{
 		session_expiry INTEGER NOT NULL,
 		saved_at       INTEGER NOT NULL,
 		PRIMARY KEY (channel, reader)
-	) STRICT`,
+	) STRICT, WITHOUT ROWID`,
 	`CREATE INDEX positions_by_offset ON positions (channel, offset)`,
 	`CREATE TABLE held_publishes (
 		channel    INTEGER NOT NULL,
@@ -157,14 +161,14 @@ var schema = []string{
 		released    INTEGER NOT NULL,
 		share_group TEXT NOT NULL,
 		PRIMARY KEY (client_id, packet_id, offset)
-	) STRICT`,
+	) STRICT, WITHOUT ROWID`,
 	`CREATE TABLE share_groups (
 		grp    TEXT PRIMARY KEY,
 		cursor INTEGER NOT NULL
-	) STRICT`,
+	) STRICT, WITHOUT ROWID`,
 	`CREATE TABLE share_returned (
 		grp    TEXT NOT NULL,
 		offset INTEGER NOT NULL,
 		PRIMARY KEY (grp, offset)
-	) STRICT`,
+	) STRICT, WITHOUT ROWID`,
 }
