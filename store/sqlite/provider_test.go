@@ -470,3 +470,16 @@ func TestMaxBytesNotAboveTheEmptyDatabasePlusTwiceTheReserveIsRefused(t *testing
 		t.Fatalf("open: %v", err)
 	}
 }
+
+func TestALiveProviderIsReadableByOrdinarySQLiteClients(t *testing.T) {
+	o := testOptions(t)
+	p := mustOpen(t, o)
+	l, _ := p.Append("events", store.ChannelOptions{})
+	for i := 0; i < 3; i++ {
+		l.Append(record(i, 10))
+	}
+	var n int
+	if err := rawDB(t, o.FilePath).QueryRow(`SELECT count(*) FROM records`).Scan(&n); err != nil || n != 3 {
+		t.Fatalf("an outside reader of the live database: %d records, %v", n, err)
+	}
+}
