@@ -2,6 +2,7 @@ package broker
 
 import (
 	"sync"
+	"time"
 
 	"saguin/codec/topic"
 	"saguin/netloop"
@@ -51,16 +52,23 @@ func (r *retainedStore) set(t string, m *netloop.Message, qos byte) bool {
 	return true
 }
 
-// each calls fn with every retained message whose topic filter matches.
+// each calls fn with every retained message whose topic filter matches; one
+// whose Message Expiry Interval has run out is deleted instead.
 func (r *retainedStore) each(filter string, fn func(*netloop.Message, byte)) {
-	r.mu.RLock()
+	now := time.Now()
+	r.mu.Lock()
 	var hits []retained
 	for t, v := range r.byKey {
+		if v.m.Expired(now) {
+			r.bytes -= v.m.Size()
+			delete(r.byKey, t)
+			continue
+		}
 		if topic.Match(filter, t) {
 			hits = append(hits, v)
 		}
 	}
-	r.mu.RUnlock()
+	r.mu.Unlock()
 	for _, v := range hits {
 		fn(v.m, v.qos)
 	}

@@ -364,3 +364,21 @@ func TestDeliveryCarriesTheSubscriptionIdentifier(t *testing.T) {
 		t.Fatalf("Subscription Identifiers %v, want [42]", ids)
 	}
 }
+
+func TestRetainedMessageCarriesWhatRemainsOfItsExpiry(t *testing.T) {
+	addr := target(t)
+	pub := dialRaw(t, addr, codec.Version5)
+	pub.mustConnect("exp-pub", nil)
+	p := &codec.Publish{QoS: 1, PacketID: 1, Retain: true, Topic: []byte("expiry/x"), Payload: []byte("soon")}
+	p.Properties.MessageExpiry = 100
+	p.Properties.Present.Set(codec.PropMessageExpiry)
+	pub.send(p.Append(nil, codec.Version5))
+	pub.expectPuback(1)
+	sub := dialRaw(t, addr, codec.Version5)
+	sub.mustConnect("exp-sub", nil)
+	sub.subscribe(1, "expiry/#", 1)
+	got := sub.expectPublish()
+	if !got.Retain || !got.Properties.Present.Has(codec.PropMessageExpiry) || got.Properties.MessageExpiry == 0 || got.Properties.MessageExpiry > 100 {
+		t.Fatalf("retain %v expiry %d (present %v), want the retained value with at most 100 s left", got.Retain, got.Properties.MessageExpiry, got.Properties.Present.Has(codec.PropMessageExpiry))
+	}
+}

@@ -423,6 +423,14 @@ func (c *Conn) encode(sc *scratch, e outEntry, version byte) {
 	} else {
 		p.Properties.Reset()
 	}
+	if e.msg.expiresAt != 0 {
+		left := e.msg.expiresAt - time.Now().UnixNano()
+		if left <= 0 {
+			p.Properties = codec.Properties{}
+			return // expired while it waited: not sent
+		}
+		p.Properties.MessageExpiry = uint32((left + int64(time.Second) - 1) / int64(time.Second))
+	}
 	if version == codec.Version5 && e.subID != 0 {
 		// The identifier belongs to this delivery: a scratch-owned slice,
 		// never the shared message's.

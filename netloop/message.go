@@ -1,6 +1,10 @@
 package netloop
 
-import "saguin/codec"
+import (
+	"time"
+
+	"saguin/codec"
+)
 
 // Message is a publication as it is routed: its own memory, never changed once
 // made, and shared by every delivery of it - each connection encodes it into
@@ -14,6 +18,10 @@ type Message struct {
 	// subscription). Nil when there are none, which is the common case and
 	// keeps a message small.
 	Props *codec.Properties
+	// expiresAt is when a Message Expiry Interval runs out, unix ns; 0 is
+	// never. A delivery written later carries what remains, and one written
+	// after it is not written at all (MQTT 5 3.3.2.3.3).
+	expiresAt int64
 }
 
 // NewMessage copies what a delivery needs out of p, whose slices alias a read
@@ -41,6 +49,9 @@ func NewMessage(p *codec.Publish) *Message {
 	if forwarded == 0 && len(pr.User) == 0 {
 		return m
 	}
+	if pr.Present.Has(codec.PropMessageExpiry) {
+		m.expiresAt = time.Now().UnixNano() + int64(pr.MessageExpiry)*int64(time.Second)
+	}
 	m.Props = &codec.Properties{
 		Present:         forwarded,
 		PayloadFormat:   pr.PayloadFormat,
@@ -56,6 +67,11 @@ func NewMessage(p *codec.Publish) *Message {
 		}
 	}
 	return m
+}
+
+// Expired reports whether the message's Message Expiry Interval has run out.
+func (m *Message) Expired(now time.Time) bool {
+	return m.expiresAt != 0 && now.UnixNano() >= m.expiresAt
 }
 
 // Size is what the message is charged against an outbound queue's bound:
