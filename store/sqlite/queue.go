@@ -23,7 +23,6 @@ type queueStore struct {
 	mu      sync.Mutex
 	jobs    map[uint64]*jobState // every unresolved job
 	epoch   uint64               // the epoch counter; restarts from 0
-	gen     uint64               // moves on every resolution, for Offer's re-check
 	avail   int                  // jobs AVAILABLE, in their backoff gap or not
 	backoff func(attempts uint32) time.Duration
 }
@@ -167,71 +166,59 @@ func (js *jobState) eligible(now time.Time) bool {
 
 // Offer implements store.Queue: a bounded read and no write. The query
 // cannot exclude jobs out with a worker, so it reads pages past them and
-// skips them in memory; the read runs under no lock, and the choice is
-// re-checked under the queue's lock, reading again if a job was resolved
-// meanwhile.
+// skips them in memory. The read runs under no lock; the choice is made under
+// the queue's lock from the in-memory state, which every resolution and move
+// updates only after its commit and which a job being moved or resolved is
+// never AVAILABLE in - so a row a stale read still shows is either absent
+// from the map or not eligible.
 func (q *queueStore) Offer(holderName string, now time.Time) (store.Job, store.Delivery, bool, error) {
 	const page = 64
-	for attempt := 0; ; attempt++ {
-		q.mu.Lock()
-		gen, avail := q.gen, q.avail
-		q.mu.Unlock()
-		if avail == 0 {
-			// Every job is out with a worker: nothing to read.
-			return store.Job{}, store.Delivery{}, false, nil
-		}
-		var found *store.Job
-		var from uint64
-		retry := false
-		for found == nil && !retry {
-			var jobs []store.Job
-			err := q.p.readConn(func(c *conn) error {
-				rows, err := c.queueRead.Query(q.id, int64(from), page)
+	q.mu.Lock()
+	avail := q.avail
+	q.mu.Unlock()
+	if avail == 0 {
+		// Every job is out with a worker: nothing to read.
+		return store.Job{}, store.Delivery{}, false, nil
+	}
+	var from uint64
+	for {
+		var jobs []store.Job
+		err := q.p.readConn(func(c *conn) error {
+			rows, err := c.queueRead.Query(q.id, int64(from), page)
+			if err != nil {
+				return err
+			}
+			defer rows.Close()
+			for rows.Next() {
+				j, err := scanJob(rows.Scan)
 				if err != nil {
 					return err
 				}
-				defer rows.Close()
-				for rows.Next() {
-					j, err := scanJob(rows.Scan)
-					if err != nil {
-						return err
-					}
-					jobs = append(jobs, j)
-				}
-				return rows.Err()
-			})
-			if err != nil {
-				return store.Job{}, store.Delivery{}, false, q.p.mapErr("offering from "+q.name, err)
+				jobs = append(jobs, j)
 			}
-			q.mu.Lock()
-			if q.gen != gen {
-				retry = true
-			}
-			for i := range jobs {
-				if retry {
-					break
-				}
-				js := q.jobs[jobs[i].Offset]
-				if js == nil || !js.eligible(now) {
-					continue
-				}
-				q.epoch++
-				q.avail--
-				js.state, js.epoch, js.holder, js.deadline = store.JobDelivering, q.epoch, holderName, time.Time{}
-				found = &jobs[i]
-				d := store.Delivery{Offset: found.Offset, Epoch: js.epoch}
-				q.mu.Unlock()
-				return *found, d, true, nil
-			}
-			q.mu.Unlock()
-			if len(jobs) < page {
-				break
-			}
-			from = jobs[len(jobs)-1].Offset + 1
+			return rows.Err()
+		})
+		if err != nil {
+			return store.Job{}, store.Delivery{}, false, q.p.mapErr("offering from "+q.name, err)
 		}
-		if !retry {
+		q.mu.Lock()
+		for i := range jobs {
+			js := q.jobs[jobs[i].Offset]
+			if js == nil || !js.eligible(now) {
+				continue
+			}
+			q.epoch++
+			q.avail--
+			js.state, js.epoch, js.holder, js.deadline = store.JobDelivering, q.epoch, holderName, time.Time{}
+			d := store.Delivery{Offset: jobs[i].Offset, Epoch: js.epoch}
+			q.mu.Unlock()
+			return jobs[i], d, true, nil
+		}
+		q.mu.Unlock()
+		if len(jobs) < page {
 			return store.Job{}, store.Delivery{}, false, nil
 		}
+		from = jobs[len(jobs)-1].Offset + 1
 	}
 }
 
@@ -353,7 +340,6 @@ func (q *queueStore) removed(off uint64) {
 		q.avail--
 	}
 	delete(q.jobs, off)
-	q.gen++
 	q.mu.Unlock()
 }
 
@@ -464,8 +450,22 @@ func (q *queueStore) DeadLetter(d store.Delivery, topic, reason string, now time
 		err = fmt.Errorf("queue %s: job %d epoch %d: %w", q.name, d.Offset, d.Epoch, store.ErrStaleDelivery)
 	}
 	var size int64
-	if js != nil {
+	var restore func()
+	if err == nil {
 		size = js.size
+		if js.state == store.JobAvailable {
+			// Not offered while it moves; back as it was if the move fails.
+			prev := *js
+			q.epoch++
+			q.avail--
+			js.state, js.epoch = store.JobDelivering, q.epoch
+			restore = func() {
+				q.mu.Lock()
+				*js = prev
+				q.avail++
+				q.mu.Unlock()
+			}
+		}
 	}
 	q.mu.Unlock()
 	if err != nil {
@@ -496,6 +496,9 @@ func (q *queueStore) DeadLetter(d store.Delivery, topic, reason string, now time
 		return nil
 	})
 	if err != nil {
+		if restore != nil {
+			restore()
+		}
 		return store.Record{}, q.p.mapErr(fmt.Sprintf("dead-lettering job %d of %s", d.Offset, q.name), err)
 	}
 	return out, nil
