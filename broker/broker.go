@@ -2,15 +2,16 @@
 // (sharded by client-id hash), the subscription index (read-mostly), and the
 // routing of a publish to the subscribers it reaches.
 //
-// This is the first delivery path: broadcast at QoS 0, 1 and 2 to current
-// subscribers, plain filters, sessions that outlive their connection by
-// their Session Expiry Interval (holding their filters, not yet the messages
-// published while they are away), and the retained store for broadcast
-// topics in memory. Channels, shared subscriptions, Wills and stored sessions
-// build on this shape.
+// What MQTT says a broker keeps lives in the store: every session's record
+// (subscriptions, expiry, Will) in the provider broker.session.storage names,
+// the QoS 1/2 broadcasts owed to sessions that are away in that provider's
+// broadcast log, and retained values in the retained store. The broker holds
+// every kept session in memory too, restored from the store at Restore.
 package broker
 
 import (
+	"errors"
+	"fmt"
 	"hash/maphash"
 	"log/slog"
 	"strings"
@@ -21,25 +22,42 @@ import (
 	"saguin/codec"
 	"saguin/codec/topic"
 	"saguin/netloop"
+	"saguin/store"
+	"saguin/store/memory"
 )
 
-// Options are the limits the broker enforces on what a client sends.
+// Options are the limits the broker enforces and the stores it keeps state in.
 type Options struct {
 	MaxTopicLength   int // limits.max_topic_length
 	MaxTopicLevels   int // limits.max_topic_levels
 	MaxSubscriptions int // limits.max_subscriptions
-	// RetainedMaxBytes bounds the in-memory retained store; past it a new
-	// retained value is refused 0x97.
-	RetainedMaxBytes int
+	// SessionQueueBytes bounds what one away session may be owed in the
+	// broadcast log (limits.session_queue_bytes): past it the oldest goes.
+	SessionQueueBytes int64
+	// AckCommitInterval is broker.session.ack_commit_interval.
+	AckCommitInterval time.Duration
+	// Sessions is the session store of broker.session.storage's provider;
+	// nil gives the broker an unbounded memory store of its own.
+	Sessions store.Sessions
+	// Retained is broker.retained's store; nil gives the broker a memory
+	// store of its own bounded by RetainedMaxBytes.
+	Retained store.Retained
+	// RetainedMaxBytes bounds the broker's own retained store (only when
+	// Retained is nil); past it a new retained value is refused 0x97.
+	RetainedMaxBytes int64
 	Logger           *slog.Logger
+	// Now is the clock; nil is time.Now.
+	Now func() time.Time
 }
 
 // RFC 0002 defaults.
 const (
-	DefaultMaxTopicLength   = 1024
-	DefaultMaxTopicLevels   = 200
-	DefaultMaxSubscriptions = 10000
-	DefaultRetainedMaxBytes = 64 << 20
+	DefaultMaxTopicLength    = 1024
+	DefaultMaxTopicLevels    = 200
+	DefaultMaxSubscriptions  = 10000
+	DefaultRetainedMaxBytes  = 64 << 20
+	DefaultSessionQueueBytes = 1 << 20
+	DefaultAckCommitInterval = 200 * time.Millisecond
 )
 
 // sessionShards is how many locks the sessions are spread over.
@@ -49,10 +67,20 @@ const sessionShards = 64
 type Broker struct {
 	opts     Options
 	log      *slog.Logger
+	now      func() time.Time
 	seed     maphash.Seed
 	shards   [sessionShards]shard
 	subs     index
-	retained retainedStore
+	sessions store.Sessions
+	retained store.Retained
+	bcast    backlog
+	// stopping is set by Stop: the connections a graceful stop ends are not
+	// devices dying, so no Will falls due and no session ends for them.
+	stopping atomic.Bool
+	done     chan struct{}
+	closed   sync.Once
+	wg       sync.WaitGroup
+	counters Counters
 }
 
 type shard struct {
@@ -61,20 +89,38 @@ type shard struct {
 }
 
 // session is what the broker keeps for a client id: its filters, and the
-// connection serving it while there is one.
+// connection serving it while there is one. Everything but client is guarded
+// by the shard lock.
 type session struct {
 	id      string
 	client  atomic.Pointer[clientRef]
-	filters map[string]subscription // guarded by the shard lock
-	// expiry is the generation of the pending expiry timer; a reconnect or a
-	// newer disconnect makes an older timer do nothing.
+	filters map[string]subscription
+	// gen rises at every attach and detach, so a timer armed for an older
+	// state does nothing.
 	gen uint64
+	// expiry is the Session Expiry Interval granted; awaySince is when its
+	// connection ended (zero while connected).
+	expiry    time.Duration
+	awaySince time.Time
+	// receiveMax is the client's Receive Maximum, kept with the record.
+	receiveMax uint16
+	// will is the armed Last Will, nil for none; its DueAt is set while it
+	// waits out its delay.
+	will *store.Will
+	// timer ends the session at its expiry, or publishes its Will.
+	timer *time.Timer
+	// owed is what the session is owed from the broadcast log (backlog.go).
+	owed owedList
+	// ended is set once the session ended: late acknowledgements and
+	// timers find it and do nothing.
+	ended bool
 }
 
 // clientRef boxes the interface so it can sit in an atomic.Pointer.
 type clientRef struct{ c netloop.Client }
 
 // New returns a broker with opts (zero fields take RFC 0002's defaults).
+// Restore loads what the stores kept; Stop and Close end it.
 func New(opts Options) *Broker {
 	if opts.MaxTopicLength == 0 {
 		opts.MaxTopicLength = DefaultMaxTopicLength
@@ -88,15 +134,62 @@ func New(opts Options) *Broker {
 	if opts.RetainedMaxBytes == 0 {
 		opts.RetainedMaxBytes = DefaultRetainedMaxBytes
 	}
+	if opts.SessionQueueBytes == 0 {
+		opts.SessionQueueBytes = DefaultSessionQueueBytes
+	}
+	if opts.AckCommitInterval == 0 {
+		opts.AckCommitInterval = DefaultAckCommitInterval
+	}
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	b := &Broker{opts: opts, log: opts.Logger, seed: maphash.MakeSeed()}
-	b.retained.limit = opts.RetainedMaxBytes
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	b := &Broker{opts: opts, log: opts.Logger, now: opts.Now, seed: maphash.MakeSeed(), done: make(chan struct{})}
+	b.sessions, b.retained = opts.Sessions, opts.Retained
+	if b.sessions == nil {
+		b.sessions = ownStore(store.MemoryOptions{Name: "broker sessions"}).sessions()
+	}
+	if b.retained == nil {
+		b.retained = ownStore(store.MemoryOptions{Name: "broker retained", MaxBytes: opts.RetainedMaxBytes}).retainedStore()
+	}
+	b.bcast.init(b)
 	for i := range b.shards {
 		b.shards[i].sessions = make(map[string]*session)
 	}
+	b.wg.Add(1)
+	go b.commitLoop()
 	return b
+}
+
+// ownStore is the memory provider a broker built without stores keeps its
+// state in: nothing survives the process, as for a memory provider with
+// snapshot_dir: none.
+type ownStore store.MemoryOptions
+
+func (o ownStore) open() store.Provider {
+	p, err := memory.Open(store.MemoryOptions(o))
+	if err != nil {
+		panic(fmt.Sprintf("broker: opening its own memory store: %v", err)) // no snapshot_dir: cannot fail
+	}
+	return p
+}
+
+func (o ownStore) sessions() store.Sessions {
+	s, err := o.open().Sessions()
+	if err != nil {
+		panic(fmt.Sprintf("broker: opening its own session store: %v", err))
+	}
+	return s
+}
+
+func (o ownStore) retainedStore() store.Retained {
+	r, err := o.open().Retained(0)
+	if err != nil {
+		panic(fmt.Sprintf("broker: opening its own retained store: %v", err))
+	}
+	return r
 }
 
 func (b *Broker) shard(id string) *shard {
@@ -104,8 +197,14 @@ func (b *Broker) shard(id string) *shard {
 }
 
 // Connect attaches c to the session its client id names, taking it over from
-// a connection that holds it (0x8E to the old one), or starting it new.
+// a connection that holds it (0x8E to the old one), or starting it new; a
+// session whose expiry passed is ended first, whatever the sweep did.
 func (b *Broker) Connect(c netloop.Client, req *netloop.ConnectRequest) (bool, codec.ReasonCode) {
+	now := b.now()
+	var will *store.Will
+	if req.Will != nil {
+		will = willOf(req, c)
+	}
 	sh := b.shard(req.ClientID)
 	sh.mu.Lock()
 	s := sh.sessions[req.ClientID]
@@ -115,30 +214,111 @@ func (b *Broker) Connect(c netloop.Client, req *netloop.ConnectRequest) (bool, c
 			old = ref.c
 		}
 	}
-	present := s != nil && !req.CleanStart
-	if s != nil && req.CleanStart {
-		b.dropFilters(s)
-		delete(sh.sessions, req.ClientID)
+	if s != nil && old == nil && s.expired(now) {
+		b.endSession(sh, s, "expired")
 		s = nil
 	}
-	if s == nil {
-		s = &session{id: req.ClientID, filters: make(map[string]subscription)}
-		sh.sessions[req.ClientID] = s
+	if s != nil && old != nil {
+		// The replaced connection's Will goes out now if it has no delay;
+		// one with a delay is dropped: the session lives on (RFC 0003).
+		if s.will != nil && s.will.Delay == 0 {
+			b.fireWill(s, now)
+		}
+		s.will = nil
+		if s.expiry == 0 {
+			b.endSession(sh, s, "taken over")
+			s = nil
+		}
 	}
+	if s != nil && req.CleanStart {
+		b.endSession(sh, s, "clean start") // publishes a Will waiting on it
+		s = nil
+	}
+	present := s != nil
+	if s != nil {
+		b.stopTimer(s)
+		s.will = nil // a waiting Will is cancelled by the resume
+	} else {
+		s = &session{id: req.ClientID, filters: make(map[string]subscription)}
+	}
+	prevExpiry, prevAway, prevReceiveMax := s.expiry, s.awaySince, s.receiveMax
+	s.expiry = time.Duration(req.SessionExpiry) * time.Second
+	s.awaySince = time.Time{}
+	s.will = will
+	s.receiveMax = 65535
+	if err := b.sessions.Put(s.record()); err != nil {
+		code := b.connectStoreFailed(req, s, err)
+		if code != codec.Success {
+			s.expiry, s.awaySince, s.will, s.receiveMax = prevExpiry, prevAway, nil, prevReceiveMax
+			if present {
+				b.armExpiry(sh, s)
+			}
+			sh.mu.Unlock()
+			return false, code
+		}
+	}
+	sh.sessions[req.ClientID] = s
 	s.gen++
 	s.client.Store(&clientRef{c})
+	if present {
+		b.bcast.resume(s, c)
+	}
 	sh.mu.Unlock()
 	if old != nil {
 		b.log.Info("session taken over", "client_id", req.ClientID)
 		old.Kick(codec.SessionTakenOver)
 	}
+	if will != nil && will.Delay > 0 && s.expiry == 0 {
+		b.log.Info("a Will Delay Interval on a session that ends with its connection: the Will is published at disconnect; ask for a Session Expiry Interval at least as long as the delay",
+			"client_id", req.ClientID, "will_delay", will.Delay)
+	}
 	return present, codec.Success
+}
+
+// connectStoreFailed decides what a CONNECT whose session record the store
+// refused is answered: a Will with no room is refused 0x97; a session with
+// no room ends with its connection and is told so; any other failure is
+// 0x83 (RFC 0002 "Every session's state: broker.session").
+func (b *Broker) connectStoreFailed(req *netloop.ConnectRequest, s *session, err error) codec.ReasonCode {
+	if !store.IsFull(err) {
+		b.counters.StorageErrors.Add(1)
+		b.log.Error("session store failed at CONNECT", "client_id", req.ClientID, "error", err)
+		return codec.ImplementationSpecificError
+	}
+	if s.will != nil {
+		b.counters.ConnectionsRefusedStoreFull.Add(1)
+		b.log.Warn("connection refused: the session store has no room for its Will", "client_id", req.ClientID)
+		return codec.QuotaExceeded
+	}
+	b.counters.SessionsDroppedStorageFull.Add(1)
+	b.log.Warn("the session store is full: the session ends with its connection", "client_id", req.ClientID)
+	s.expiry = 0
+	req.SessionExpiry, req.SessionExpiryShortened = 0, true
+	return codec.Success
+}
+
+// expired reports whether an away session's expiry has passed at now.
+func (s *session) expired(now time.Time) bool {
+	return !s.awaySince.IsZero() && !now.Before(s.awaySince.Add(s.expiry))
+}
+
+// record is the session as the store keeps it.
+func (s *session) record() store.Session {
+	r := store.Session{ClientID: s.id, Expiry: s.expiry, DisconnectedAt: s.awaySince, ReceiveMaximum: s.receiveMax, Will: s.will}
+	if len(s.filters) > 0 {
+		r.Subscriptions = make([]store.Subscription, 0, len(s.filters))
+		for f, sub := range s.filters {
+			r.Subscriptions = append(r.Subscriptions, store.Subscription{Filter: f, QoS: sub.qos, NoLocal: sub.noLocal,
+				RetainAsPublished: sub.retainAsPublished, RetainHandling: sub.retainHandling, SubscriptionID: sub.id, LogOffset: sub.logOffset})
+		}
+	}
+	return r
 }
 
 // Disconnected ends the connection's hold on its session. The session outlives
 // it by sessionExpiry seconds, or ends now at 0. A connection that was taken
 // over no longer holds the session and changes nothing (invariant 17).
-func (b *Broker) Disconnected(c netloop.Client, sessionExpiry uint32, _ bool) {
+func (b *Broker) Disconnected(c netloop.Client, sessionExpiry uint32, graceful bool) {
 	id := c.ClientID()
 	sh := b.shard(id)
 	sh.mu.Lock()
@@ -153,28 +333,106 @@ func (b *Broker) Disconnected(c netloop.Client, sessionExpiry uint32, _ bool) {
 	}
 	s.client.Store(nil)
 	s.gen++
-	if sessionExpiry == 0 {
-		b.dropFilters(s)
-		delete(sh.sessions, id)
+	b.bcast.detach(s)
+	if b.stopping.Load() {
+		// A broker stopping is not a device dying: the session is kept as a
+		// connected client's, its Will with no due moment (RFC 0003 "Last Will").
 		return
 	}
+	now := b.now()
+	s.expiry = time.Duration(sessionExpiry) * time.Second
+	if graceful {
+		s.will = nil // a DISCONNECT 0x00 withdraws the Will
+	}
+	if s.expiry == 0 {
+		if s.will != nil {
+			b.fireWill(s, now)
+		}
+		b.endSession(sh, s, "")
+		return
+	}
+	s.awaySince = now
+	if s.will != nil {
+		if s.will.Delay == 0 {
+			b.fireWill(s, now)
+		} else {
+			s.will.DueAt = now.Add(min(s.will.Delay, s.expiry))
+		}
+	}
+	if err := b.sessions.Put(s.record()); err != nil {
+		b.storageFailed("storing a session as its client left", id, err)
+	}
+	b.armExpiry(sh, s)
+}
+
+// armExpiry starts the timer that publishes the session's waiting Will or
+// ends it, whichever comes first; shard lock held.
+func (b *Broker) armExpiry(sh *shard, s *session) {
+	b.stopTimer(s)
+	at := s.awaySince.Add(s.expiry)
+	if s.will != nil && !s.will.DueAt.IsZero() && s.will.DueAt.Before(at) {
+		at = s.will.DueAt
+	}
 	gen := s.gen
-	time.AfterFunc(time.Duration(sessionExpiry)*time.Second, func() {
+	s.timer = time.AfterFunc(at.Sub(b.now()), func() {
 		sh.mu.Lock()
 		defer sh.mu.Unlock()
-		if cur := sh.sessions[id]; cur == s && s.gen == gen && s.client.Load() == nil {
-			b.dropFilters(s)
-			delete(sh.sessions, id)
+		if s.ended || s.gen != gen || s.client.Load() != nil {
+			return
 		}
+		now := b.now()
+		if s.expired(now) {
+			b.endSession(sh, s, "expired")
+			return
+		}
+		if s.will != nil && !s.will.DueAt.IsZero() && !now.Before(s.will.DueAt) {
+			b.fireWill(s, now)
+			s.will = nil
+			if err := b.sessions.Put(s.record()); err != nil {
+				b.storageFailed("removing a published Will", s.id, err)
+			}
+		}
+		b.armExpiry(sh, s)
 	})
 }
 
-// dropFilters removes every filter of s from the index; shard lock held.
-func (b *Broker) dropFilters(s *session) {
+func (b *Broker) stopTimer(s *session) {
+	if s.timer != nil {
+		s.timer.Stop()
+		s.timer = nil
+	}
+}
+
+// endSession ends s completely, in one place: a Will waiting on it is
+// published first, then its filters, what it is owed and its record go
+// together (RFC 0003 "Sessions: one owner, one ending"). Shard lock held.
+func (b *Broker) endSession(sh *shard, s *session, why string) {
+	if s.will != nil && !s.will.DueAt.IsZero() {
+		b.fireWill(s, b.now())
+	}
+	s.ended = true
+	s.will = nil
+	b.stopTimer(s)
 	for f := range s.filters {
 		b.subs.remove(f, s)
 	}
 	clear(s.filters)
+	b.bcast.end(s)
+	if sh.sessions[s.id] == s {
+		delete(sh.sessions, s.id)
+	}
+	if err := b.sessions.End(s.id, nil); err != nil && !errors.Is(err, store.ErrNotFound) {
+		b.storageFailed("ending a session", s.id, err)
+	}
+	if why != "" {
+		b.log.Debug("session ended", "client_id", s.id, "why", why)
+	}
+}
+
+// storageFailed counts and logs a store failure nobody is waiting to be told.
+func (b *Broker) storageFailed(what, clientID string, err error) {
+	b.counters.StorageErrors.Add(1)
+	b.log.Error("session store failed", "what", what, "client_id", clientID, "error", err)
 }
 
 // Publish routes p to the subscribers it reaches and answers its PUBACK code.
@@ -187,28 +445,41 @@ func (b *Broker) Publish(c netloop.Client, p *codec.Publish) codec.ReasonCode {
 		b.log.Warn("publish refused", "client_id", c.ClientID(), "code", codec.PayloadFormatInvalid.String(), "why", err.Error())
 		return codec.PayloadFormatInvalid
 	}
-	var m *netloop.Message
+	return b.route(c.ClientID(), p)
+}
+
+// route is the broadcast publish path every publisher takes - a client, a
+// Will: the retained store, then every subscriber the topic reaches, live
+// or, for a session that is away, through the broadcast log.
+func (b *Broker) route(publisher string, p *codec.Publish) codec.ReasonCode {
 	if p.Retain {
-		m = netloop.NewMessage(p)
-		if !b.retained.set(string(p.Topic), m, p.QoS) {
-			b.log.Warn("publish refused", "client_id", c.ClientID(), "code", codec.QuotaExceeded.String(), "why", "the retained store is full")
-			return codec.QuotaExceeded
+		if code := b.retain(publisher, p); code != codec.Success {
+			return code
 		}
 	}
-	publisher := c.ClientID()
+	var m *netloop.Message
+	away := b.bcast.scratch()
 	b.subs.match(p.Topic, func(s *session, sub subscription) {
 		if sub.noLocal && s.id == publisher {
 			return
 		}
+		qos := min(p.QoS, sub.qos)
 		ref := s.client.Load()
 		if ref == nil {
-			return // away: holding messages for it comes with stored sessions
+			if qos > 0 && s.expiry > 0 {
+				away.add(s)
+			}
+			return
 		}
 		if m == nil {
 			m = netloop.NewMessage(p)
 		}
-		ref.c.Deliver(m, netloop.Delivery{QoS: min(p.QoS, sub.qos), Retain: p.Retain && sub.retainAsPublished, SubscriptionID: sub.id})
+		ref.c.Deliver(m, netloop.Delivery{QoS: qos, Retain: p.Retain && sub.retainAsPublished, SubscriptionID: sub.id})
 	})
+	if len(away.sessions) > 0 {
+		b.bcast.keep(publisher, p, away)
+	}
+	b.bcast.release(away)
 	return codec.Success
 }
 
@@ -232,8 +503,9 @@ func (b *Broker) checkTopic(t []byte) (codec.ReasonCode, string) {
 	return codec.Success, ""
 }
 
-// Subscribe grants one filter (the QoS asked for, at most 2) and sends the
-// retained messages it matches.
+// Subscribe grants one filter (the QoS asked for, at most 2), records it in
+// the session store before the SUBACK, and sends the retained messages it
+// matches.
 func (b *Broker) Subscribe(c netloop.Client, f []byte, o netloop.SubscribeOptions) codec.ReasonCode {
 	filter := string(f)
 	switch {
@@ -256,25 +528,42 @@ func (b *Broker) Subscribe(c netloop.Client, f []byte, o netloop.SubscribeOption
 		sh.mu.Unlock()
 		return codec.UnspecifiedError // taken over between packets
 	}
-	_, existed := s.filters[filter]
+	prev, existed := s.filters[filter]
 	if !existed && len(s.filters) >= b.opts.MaxSubscriptions {
 		sh.mu.Unlock()
 		b.log.Warn("subscription refused", "client_id", id, "code", codec.QuotaExceeded.String(), "why", "limits.max_subscriptions")
 		return codec.QuotaExceeded
 	}
-	sub := subscription{qos: min(o.QoS, 2), noLocal: o.NoLocal, retainAsPublished: o.RetainAsPublished, id: o.SubscriptionID}
+	sub := subscription{qos: min(o.QoS, 2), noLocal: o.NoLocal, retainAsPublished: o.RetainAsPublished,
+		retainHandling: o.RetainHandling, id: o.SubscriptionID, logOffset: b.sessions.Log().Next()}
 	s.filters[filter] = sub
+	if err := b.sessions.Put(s.record()); err != nil {
+		// The session is kept as it was: an existing subscription goes on
+		// being served as it was granted.
+		if existed {
+			s.filters[filter] = prev
+		} else {
+			delete(s.filters, filter)
+		}
+		sh.mu.Unlock()
+		if store.IsFull(err) {
+			b.log.Warn("subscription refused", "client_id", id, "code", codec.QuotaExceeded.String(), "why", "the session store is full")
+			return codec.QuotaExceeded
+		}
+		b.storageFailed("storing a subscription", id, err)
+		return codec.ImplementationSpecificError
+	}
 	b.subs.add(filter, s, sub)
 	sh.mu.Unlock()
 	if o.RetainHandling == 0 || (o.RetainHandling == 1 && !existed) {
-		b.retained.each(filter, func(m *netloop.Message, qos byte) {
-			c.Deliver(m, netloop.Delivery{QoS: min(qos, sub.qos), Retain: true, SubscriptionID: sub.id})
-		})
+		b.sendRetained(c, filter, sub)
 	}
 	return codec.ReasonCode(sub.qos)
 }
 
 // Unsubscribe removes one filter: 0x00, or 0x11 when the session held none.
+// The UNSUBACK follows the stored removal; a store that cannot forget the
+// filter leaves it subscribed and answers 0x83.
 func (b *Broker) Unsubscribe(c netloop.Client, f []byte) codec.ReasonCode {
 	filter := string(f)
 	id := c.ClientID()
@@ -285,10 +574,16 @@ func (b *Broker) Unsubscribe(c netloop.Client, f []byte) codec.ReasonCode {
 	if s == nil || s.client.Load() == nil || s.client.Load().c != c {
 		return codec.NoSubscriptionExisted // taken over: not this connection's session
 	}
-	if _, ok := s.filters[filter]; !ok {
+	sub, ok := s.filters[filter]
+	if !ok {
 		return codec.NoSubscriptionExisted
 	}
 	delete(s.filters, filter)
+	if err := b.sessions.Put(s.record()); err != nil {
+		s.filters[filter] = sub
+		b.storageFailed("forgetting a subscription", id, err)
+		return codec.ImplementationSpecificError
+	}
 	b.subs.remove(filter, s)
 	return codec.Success
 }
@@ -303,4 +598,27 @@ func (b *Broker) Sessions() int {
 		sh.mu.Unlock()
 	}
 	return n
+}
+
+// Stop marks the start of a graceful stop: the connections it ends keep
+// their sessions as connected clients' and their Wills with no due moment.
+func (b *Broker) Stop() { b.stopping.Store(true) }
+
+// Close stores every acknowledgement still waiting and stops the broker's
+// timers and writer. The stores are the caller's to close after it.
+func (b *Broker) Close() {
+	b.closed.Do(func() {
+		close(b.done)
+		b.wg.Wait()
+		b.bcast.commit()
+		for i := range b.shards {
+			sh := &b.shards[i]
+			sh.mu.Lock()
+			for _, s := range sh.sessions {
+				b.stopTimer(s)
+				s.ended = true
+			}
+			sh.mu.Unlock()
+		}
+	})
 }

@@ -9,7 +9,11 @@ type subscription struct {
 	qos               byte
 	noLocal           bool
 	retainAsPublished bool
+	retainHandling    byte
 	id                uint32 // Subscription Identifier; 0 none
+	// logOffset is the broadcast log's next offset when the filter was
+	// granted: a later subscription does not reach back into the log.
+	logOffset uint64
 }
 
 // index is the subscription index: a tree of filter levels whose nodes hold

@@ -1,75 +1,59 @@
 package broker
 
 import (
-	"sync"
-	"time"
-
+	"saguin/codec"
 	"saguin/codec/topic"
 	"saguin/netloop"
+	"saguin/store"
 )
 
-// retainedStore keeps the last retained message of each broadcast topic, in
-// memory and bounded in bytes: past the bound a new retained value is refused
-// 0x97, as a full retained store is (RFC 0002). The stored, provider-backed
-// store replaces it.
-type retainedStore struct {
-	mu    sync.RWMutex
-	byKey map[string]retained
-	bytes int
-	limit int
+// retain keeps a broadcast's RETAIN publish as its topic's value in the
+// retained store (broker.retained), or deletes the value for an empty
+// payload. A store with no room refuses 0x97 and keeps what it had; any
+// other failure is 0x83 (notes-0003 "Retained messages").
+func (b *Broker) retain(publisher string, p *codec.Publish) codec.ReasonCode {
+	var err error
+	if len(p.Payload) == 0 {
+		_, err = b.retained.Delete(string(p.Topic))
+	} else {
+		err = b.retained.Set(recordOf(p, publisher, b.now()))
+	}
+	switch {
+	case err == nil:
+		return codec.Success
+	case store.IsFull(err):
+		b.log.Warn("publish refused", "client_id", publisher, "code", codec.QuotaExceeded.String(), "why", "the retained store's provider is full")
+		return codec.QuotaExceeded
+	default:
+		b.counters.StorageErrors.Add(1)
+		b.log.Error("retained store failed", "client_id", publisher, "topic", string(p.Topic), "error", err)
+		return codec.ImplementationSpecificError
+	}
 }
 
-type retained struct {
-	m   *netloop.Message
-	qos byte
-}
-
-// set stores m as topic's retained message, or deletes it for an empty
-// payload. It reports false when the store has no room.
-func (r *retainedStore) set(t string, m *netloop.Message, qos byte) bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	old, had := r.byKey[t]
-	if len(m.Payload) == 0 {
-		if had {
-			r.bytes -= old.m.Size()
-			delete(r.byKey, t)
-		}
+// sendRetained delivers, after the SUBACK, every retained value filter
+// matches, with RETAIN set and the publisher's Message Expiry counted down;
+// a value whose expiry ran out is deleted instead of sent.
+func (b *Broker) sendRetained(c netloop.Client, filter string, sub subscription) {
+	var hits []store.Record
+	match := func(t string) bool { return topic.Match(filter, t) }
+	if err := b.retained.Range(match, func(r store.Record) bool {
+		hits = append(hits, r)
 		return true
+	}); err != nil {
+		b.counters.StorageErrors.Add(1)
+		b.log.Error("retained store failed", "client_id", c.ClientID(), "filter", filter, "error", err)
+		return
 	}
-	grow := m.Size()
-	if had {
-		grow -= old.m.Size()
-	}
-	if r.limit > 0 && r.bytes+grow > r.limit {
-		return false
-	}
-	if r.byKey == nil {
-		r.byKey = make(map[string]retained)
-	}
-	r.byKey[t] = retained{m: m, qos: qos}
-	r.bytes += grow
-	return true
-}
-
-// each calls fn with every retained message whose topic filter matches; one
-// whose Message Expiry Interval has run out is deleted instead.
-func (r *retainedStore) each(filter string, fn func(*netloop.Message, byte)) {
-	now := time.Now()
-	r.mu.Lock()
-	var hits []retained
-	for t, v := range r.byKey {
-		if v.m.Expired(now) {
-			r.bytes -= v.m.Size()
-			delete(r.byKey, t)
+	now := b.now()
+	for i := range hits {
+		m := messageOf(&hits[i], now)
+		if m == nil {
+			if _, err := b.retained.Delete(hits[i].Topic); err != nil {
+				b.counters.StorageErrors.Add(1)
+			}
 			continue
 		}
-		if topic.Match(filter, t) {
-			hits = append(hits, v)
-		}
-	}
-	r.mu.Unlock()
-	for _, v := range hits {
-		fn(v.m, v.qos)
+		c.Deliver(m, netloop.Delivery{QoS: min(hits[i].QoS, sub.qos), Retain: true, SubscriptionID: sub.id})
 	}
 }

@@ -82,7 +82,8 @@ type Conn struct {
 type inflight struct {
 	size     int
 	qos      byte
-	released bool // QoS 2: PUBREC seen, PUBREL sent, waiting for PUBCOMP
+	released bool   // QoS 2: PUBREC seen, PUBREL sent, waiting for PUBCOMP
+	offset   uint64 // the handler's number, reported when the client has it
 }
 
 // scratch is the per-call working memory of a loop: packet structs reused for
@@ -127,7 +128,7 @@ func (c *Conn) Version() byte { return byte(c.version.Load()) }
 
 // Deliver queues a delivery and wakes the loop to write it. It never blocks.
 func (c *Conn) Deliver(m *Message, d Delivery) bool {
-	if !c.out.push(outEntry{msg: m, qos: d.QoS, retain: d.Retain, subID: d.SubscriptionID}) {
+	if !c.out.push(outEntry{msg: m, qos: d.QoS, retain: d.Retain, subID: d.SubscriptionID, offset: d.Offset}) {
 		return false
 	}
 	c.wake()
@@ -444,7 +445,7 @@ func (c *Conn) encode(sc *scratch, e outEntry, version byte) {
 		if e.qos > 0 {
 			p.PacketID = c.nextPacketID()
 			size := e.msg.Size()
-			c.inflight[p.PacketID] = inflight{size: size, qos: e.qos}
+			c.inflight[p.PacketID] = inflight{size: size, qos: e.qos, offset: e.offset}
 			c.inflightBytes += size
 		}
 		sc.out = p.Append(sc.out, version)

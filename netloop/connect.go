@@ -161,10 +161,24 @@ func (c *Conn) onConnect(h codec.Header, body []byte, sc *scratch) {
 		Door:          c.door,
 		Remote:        c.t.RemoteAddr(),
 	}
+	var will Will
+	if cp.WillFlag {
+		will = Will{Topic: cp.WillTopic, Payload: cp.WillPayload, QoS: cp.WillQoS, Retain: cp.WillRetain}
+		if v == codec.Version5 {
+			will.Delay = cp.WillProperties.WillDelay
+			will.Props = &cp.WillProperties
+		}
+		req.Will = &will
+	}
 	present, code := o.Handler.Connect(c, &req)
 	if code != codec.Success {
 		c.refuse(v, mapCode(v, code), sc, "refused by the broker")
 		return
+	}
+	if req.SessionExpiryShortened && req.SessionExpiry < granted {
+		granted = req.SessionExpiry
+		c.sessionExpiry = granted
+		asked = max(asked, granted+1) // the CONNACK tells an MQTT 5 client what it got
 	}
 	c.attached = true
 	c.state.Store(stateConnected)

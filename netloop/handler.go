@@ -41,6 +41,34 @@ type ConnectRequest struct {
 	Password      []byte
 	Door          string // the listener's name
 	Remote        string
+	// Will is the Last Will the CONNECT armed, nil for none. Its slices
+	// alias the read buffer: valid only during Connect.
+	Will *Will
+	// SessionExpiryShortened is set by the handler when it grants less than
+	// SessionExpiry (it lowers SessionExpiry too): a session store with no
+	// room keeps the session only as long as its connection, and the CONNACK
+	// says so (RFC 0002 "Every session's state: broker.session").
+	SessionExpiryShortened bool
+}
+
+// Will is a CONNECT's Last Will.
+type Will struct {
+	Topic   []byte
+	Payload []byte
+	QoS     byte
+	Retain  bool
+	// Delay is the Will Delay Interval in seconds (MQTT 5; 0 for 3.1.1).
+	Delay uint32
+	// Props are the Will's publish properties (MQTT 5), nil for none.
+	Props *codec.Properties
+}
+
+// AckHandler is implemented by a handler that wants to know when a delivery
+// it numbered (Delivery.Offset) is finished by the client: PUBACK at QoS 1,
+// PUBREC at QoS 2 (the message has reached the client). It runs on the
+// connection's loop and must not block.
+type AckHandler interface {
+	Acked(c Client, offset uint64)
 }
 
 // SubscribeOptions are one filter's options from a SUBSCRIBE.
@@ -59,6 +87,9 @@ type Delivery struct {
 	QoS            byte   // already the lower of the publish's and the subscription's
 	Retain         bool   // the RETAIN flag on the outgoing PUBLISH
 	SubscriptionID uint32 // carried as Subscription Identifier; 0 is none
+	// Offset numbers the delivery for the handler's AckHandler (a broadcast
+	// log offset); 0 asks for no report.
+	Offset uint64
 }
 
 // Client is a connection as the broker holds it. Its methods are safe from any

@@ -12,6 +12,7 @@ type outEntry struct {
 	qos    byte
 	retain bool
 	subID  uint32 // Subscription Identifier to carry; 0 none
+	offset uint64 // the handler's number for an AckHandler report; 0 none
 	seq    uint64 // position in the queue, so a drained batch pops exactly itself
 }
 

@@ -153,7 +153,8 @@ func (c *Conn) onAck(a *codec.Ack, sc *scratch) {
 		case a.ReasonCode.IsError():
 			c.settle(a.PacketID, f) // the client refused the message: the exchange ends
 		default:
-			f.released = true
+			c.reportAcked(f)
+			f.released, f.offset = true, 0
 			c.inflight[a.PacketID] = f
 			c.appendAck(sc, codec.TypePubrel, a.PacketID, codec.Success)
 		}
@@ -177,6 +178,18 @@ func (c *Conn) onAck(a *codec.Ack, sc *scratch) {
 func (c *Conn) settle(id uint16, f inflight) {
 	delete(c.inflight, id)
 	c.inflightBytes -= f.size
+	c.reportAcked(f)
+}
+
+// reportAcked tells a handler that numbered the delivery that the client has
+// it, once: a QoS 2 delivery reports at its PUBREC and not again at PUBCOMP.
+func (c *Conn) reportAcked(f inflight) {
+	if f.offset == 0 {
+		return
+	}
+	if h, ok := c.srv.opts.Handler.(AckHandler); ok {
+		h.Acked(c, f.offset)
+	}
 }
 
 func (c *Conn) appendAck(sc *scratch, t codec.Type, id uint16, code codec.ReasonCode) {

@@ -16,6 +16,7 @@ import (
 	"saguin/broker"
 	"saguin/config"
 	"saguin/netloop"
+	"saguin/store"
 )
 
 // shutdownGrace bounds how long a stopping broker waits for its connections
@@ -55,7 +56,24 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 		defer os.Remove(cfg.Broker.PIDFile)
 	}
 
-	b := broker.New(brokerOptions(cfg, log))
+	st, err := openStorage(cfg, store.Hooks{}, log)
+	if err != nil {
+		log.Error("cannot open storage", "error", err)
+		return 1
+	}
+	b := broker.New(brokerOptions(cfg, st, log))
+	// Whatever ends the run, the stores take what the broker still holds
+	// before they close: a memory provider's snapshot is written there.
+	defer func() {
+		b.Close()
+		if err := st.close(); err != nil {
+			log.Error("storage did not close cleanly", "error", err)
+		}
+	}()
+	if err := b.Restore(); err != nil {
+		log.Error("cannot restore sessions", "error", err)
+		return 1
+	}
 	opts, err := netloopOptions(cfg, b, log)
 	if err != nil {
 		log.Error("cannot open the MQTT doors", "error", err)
@@ -81,6 +99,7 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
 	defer cancel()
+	b.Stop()
 	if err := srv.Shutdown(ctx); err != nil {
 		log.Error("shutdown did not finish cleanly", "error", err)
 		return 1

@@ -53,13 +53,18 @@ func netloopOptions(cfg *config.Config, b *broker.Broker, log *slog.Logger) (net
 	return o, nil
 }
 
-// brokerOptions maps the limits the broker core enforces.
-func brokerOptions(cfg *config.Config, log *slog.Logger) broker.Options {
+// brokerOptions maps the limits the broker core enforces and the stores it
+// keeps its state in.
+func brokerOptions(cfg *config.Config, st *storage, log *slog.Logger) broker.Options {
 	l := cfg.Broker.Limits
 	return broker.Options{
-		MaxTopicLength:   l.MaxTopicLength,
-		MaxTopicLevels:   l.MaxTopicLevels,
-		MaxSubscriptions: l.MaxSubscriptions,
-		Logger:           log,
+		MaxTopicLength:    l.MaxTopicLength,
+		MaxTopicLevels:    l.MaxTopicLevels,
+		MaxSubscriptions:  l.MaxSubscriptions,
+		SessionQueueBytes: l.SessionQueueBytes,
+		AckCommitInterval: cfg.Broker.Session.AckCommitInterval,
+		Sessions:          st.sessions,
+		Retained:          st.retained,
+		Logger:            log,
 	}
 }

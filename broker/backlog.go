@@ -1,0 +1,367 @@
+package broker
+
+import (
+	"errors"
+	"sort"
+	"sync"
+	"time"
+
+	"saguin/codec"
+	"saguin/codec/topic"
+	"saguin/netloop"
+	"saguin/store"
+)
+
+// backlog is the broker's side of the broadcast log: a QoS 1 or 2 broadcast
+// owed to a session that is away is written to the log once, however many
+// sessions are owed it; each session holds the offsets it is owed (owedList)
+// and its cursor - the lowest offset it has not acknowledged - is stored with
+// it. A message leaves the log once no session owes it any more.
+type backlog struct {
+	b   *Broker
+	log store.BroadcastLog
+
+	mu sync.Mutex
+	// refs is how many sessions owe each offset held.
+	refs map[uint64]int
+	// unowed are offsets nobody owes any more, released at the next commit.
+	unowed []uint64
+	// dirty are the sessions whose cursor moved since the last commit.
+	dirty map[*session]struct{}
+
+	sets sync.Pool // *awaySet
+}
+
+// awaySet collects the away sessions one publish reaches.
+type awaySet struct{ sessions []*session }
+
+// owedList is what one session is owed from the log, oldest first.
+type owedList struct {
+	entries []owedEntry
+	bytes   int64
+}
+
+type owedEntry struct {
+	offset uint64
+	size   int64
+	sent   bool // handed to the current connection, not yet acknowledged
+}
+
+func (l *backlog) init(b *Broker) {
+	l.b = b
+	l.log = b.sessions.Log()
+	l.refs = make(map[uint64]int)
+	l.dirty = make(map[*session]struct{})
+	l.sets.New = func() any { return &awaySet{sessions: make([]*session, 0, 8)} }
+}
+
+// scratch is an empty set for one publish; release gives it back.
+func (l *backlog) scratch() *awaySet {
+	a := l.sets.Get().(*awaySet)
+	a.sessions = a.sessions[:0]
+	return a
+}
+
+func (l *backlog) release(a *awaySet) {
+	clear(a.sessions)
+	a.sessions = a.sessions[:0]
+	l.sets.Put(a)
+}
+
+// add puts s in the set once, however many of its filters matched.
+func (a *awaySet) add(s *session) {
+	for _, x := range a.sessions {
+		if x == s {
+			return
+		}
+	}
+	a.sessions = append(a.sessions, s)
+}
+
+// keep writes p to the log once and makes each away session owe it. It
+// returns once the write is stored, so the publisher's acknowledgement
+// follows it (notes-0003 "When the publisher is answered"). A provider with
+// no room keeps nothing: the loss is the sessions', counted for each.
+func (l *backlog) keep(publisher string, p *codec.Publish, away *awaySet) {
+	e, err := l.log.Append(store.BroadcastEntry{Record: recordOf(p, publisher, l.b.now())})
+	if err != nil {
+		n := uint64(len(away.sessions))
+		if store.IsFull(err) {
+			l.b.counters.DeliveriesDroppedStorageFull.Add(n)
+			l.b.log.Warn("the broadcast log's provider is full: a message owed to sessions that are away is not kept",
+				"sessions", n, "remedy", "a provider of its own for broker.session.storage, or a larger max_bytes")
+		} else {
+			l.b.storageFailed("writing the broadcast log", publisher, err)
+		}
+		return
+	}
+	size := store.RecordSize(&e.Record)
+	l.b.counters.LogMessages.Add(1)
+	l.b.counters.LogBytes.Add(size)
+	l.mu.Lock()
+	l.refs[e.Offset] = len(away.sessions)
+	l.mu.Unlock()
+	for _, s := range away.sessions {
+		sh := l.b.shard(s.id)
+		sh.mu.Lock()
+		if s.ended {
+			l.unown(e.Offset)
+		} else {
+			l.owe(s, e.Offset, size)
+			if ref := s.client.Load(); ref != nil {
+				// It came back between the match and the write: its resume
+				// has passed, so it is sent now.
+				l.send(s, ref.c, []store.BroadcastEntry{e})
+			}
+		}
+		sh.mu.Unlock()
+	}
+}
+
+// owe adds an offset to s's list, then keeps the list inside
+// limits.session_queue_bytes by letting the oldest not on the wire go,
+// counted. Shard lock held.
+func (l *backlog) owe(s *session, offset uint64, size int64) {
+	o := &s.owed
+	o.entries = append(o.entries, owedEntry{offset: offset, size: size})
+	o.bytes += size
+	for o.bytes > l.b.opts.SessionQueueBytes && len(o.entries) > 1 {
+		i := 0
+		for i < len(o.entries)-1 && o.entries[i].sent {
+			i++
+		}
+		if o.entries[i].sent || i == len(o.entries)-1 {
+			break
+		}
+		l.drop(s, i)
+		l.b.counters.DeliveriesDroppedQueue.Add(1)
+	}
+}
+
+// drop removes entry i of s's list, releasing its offset. Shard lock held.
+func (l *backlog) drop(s *session, i int) {
+	o := &s.owed
+	e := o.entries[i]
+	o.entries = append(o.entries[:i], o.entries[i+1:]...)
+	o.bytes -= e.size
+	l.unown(e.offset)
+	l.markDirty(s)
+}
+
+// unown records that one session no longer owes offset.
+func (l *backlog) unown(offset uint64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if n, ok := l.refs[offset]; ok {
+		if n <= 1 {
+			delete(l.refs, offset)
+			l.unowed = append(l.unowed, offset)
+		} else {
+			l.refs[offset] = n - 1
+		}
+	}
+}
+
+func (l *backlog) markDirty(s *session) {
+	l.mu.Lock()
+	l.dirty[s] = struct{}{}
+	l.mu.Unlock()
+}
+
+// resume sends a resumed session everything it is owed, in log order,
+// unsent entries first marked as not on the wire (the old connection's
+// window is gone with it). Shard lock held.
+func (l *backlog) resume(s *session, c netloop.Client) {
+	o := &s.owed
+	if len(o.entries) == 0 {
+		return
+	}
+	for i := range o.entries {
+		o.entries[i].sent = false
+	}
+	var batch []store.BroadcastEntry
+	from := o.entries[0].offset
+	last := o.entries[len(o.entries)-1].offset
+	for from <= last {
+		got, err := l.log.ReadFrom(from, 256, batch[:0])
+		if err != nil {
+			l.b.storageFailed("reading the broadcast log", s.id, err)
+			return
+		}
+		if len(got) == 0 {
+			break
+		}
+		l.send(s, c, got)
+		batch = got
+		from = got[len(got)-1].Offset + 1
+	}
+	// What the log no longer holds cannot be sent: it is not owed.
+	for i := 0; i < len(o.entries); i++ {
+		if !o.entries[i].sent {
+			l.drop(s, i)
+			i--
+		}
+	}
+}
+
+// send delivers the entries of got that s is owed and has not been sent,
+// from s's current subscriptions: the highest QoS and every Subscription
+// Identifier among the filters that match (one is carried), RETAIN when the
+// publisher set it and a matching filter asked for Retain As Published. An
+// entry no filter matches any more, or whose Message Expiry ran out, is
+// released as though acknowledged. Shard lock held.
+func (l *backlog) send(s *session, c netloop.Client, got []store.BroadcastEntry) {
+	o := &s.owed
+	now := l.b.now()
+	j := 0
+	for k := range got {
+		e := &got[k]
+		for j < len(o.entries) && o.entries[j].offset < e.Offset {
+			j++
+		}
+		if j >= len(o.entries) {
+			return
+		}
+		if o.entries[j].offset != e.Offset || o.entries[j].sent {
+			continue
+		}
+		d, ok := s.deliveryFor(&e.Record)
+		var m *netloop.Message
+		if ok {
+			if m = messageOf(&e.Record, now); m == nil {
+				l.b.counters.DeliveriesExpired.Add(1)
+			}
+		}
+		if m == nil {
+			l.drop(s, j)
+			continue
+		}
+		d.Offset = e.Offset
+		o.entries[j].sent = true
+		c.Deliver(m, d)
+	}
+}
+
+// deliveryFor is how a stored message goes to s now, from its current
+// subscriptions; ok is false when none matches. Shard lock held.
+func (s *session) deliveryFor(r *store.Record) (d netloop.Delivery, ok bool) {
+	for f, sub := range s.filters {
+		if sub.noLocal && r.ClientID == s.id || !topic.Match(f, r.Topic) {
+			continue
+		}
+		if !ok || sub.qos > d.QoS {
+			d.QoS = sub.qos
+		}
+		if sub.id != 0 && d.SubscriptionID == 0 {
+			d.SubscriptionID = sub.id
+		}
+		d.Retain = d.Retain || (r.Retain && sub.retainAsPublished)
+		ok = true
+	}
+	d.QoS = min(d.QoS, r.QoS)
+	return d, ok && d.QoS > 0
+}
+
+// Acked is the client's acknowledgement of a delivery from the log: the
+// session no longer owes it, and its cursor is taken for writing at the next
+// commit (broker.session.ack_commit_interval), off the connection's loop.
+func (b *Broker) Acked(c netloop.Client, offset uint64) {
+	sh := b.shard(c.ClientID())
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	s := sh.sessions[c.ClientID()]
+	if s == nil || s.client.Load() == nil || s.client.Load().c != c {
+		return
+	}
+	o := &s.owed
+	i := sort.Search(len(o.entries), func(i int) bool { return o.entries[i].offset >= offset })
+	if i < len(o.entries) && o.entries[i].offset == offset {
+		b.bcast.drop(s, i)
+	}
+}
+
+// cursor is s's lowest unacknowledged offset. With nothing owed it is the
+// log's next: a connected session got what was written meanwhile live, and
+// an away one is owed nothing before it. Shard lock held.
+func (l *backlog) cursor(s *session) uint64 {
+	if len(s.owed.entries) > 0 {
+		return s.owed.entries[0].offset
+	}
+	return l.log.Next()
+}
+
+// detach stores the cursor of a session whose connection ended, so a clean
+// DISCONNECT or a stop leaves every acknowledgement stored. Shard lock held.
+func (l *backlog) detach(s *session) {
+	if err := l.b.sessions.Ack(s.id, nil, l.cursor(s)); err != nil && !errors.Is(err, store.ErrNotFound) {
+		l.b.storageFailed("storing a session's cursor", s.id, err)
+	}
+	l.mu.Lock()
+	delete(l.dirty, s)
+	l.mu.Unlock()
+}
+
+// end forgets what an ending session was owed. Shard lock held.
+func (l *backlog) end(s *session) {
+	for _, e := range s.owed.entries {
+		l.unown(e.offset)
+	}
+	s.owed = owedList{}
+	l.mu.Lock()
+	delete(l.dirty, s)
+	l.mu.Unlock()
+}
+
+// commitLoop stores moved cursors and releases unowed messages every
+// ack_commit_interval until the broker closes.
+func (b *Broker) commitLoop() {
+	defer b.wg.Done()
+	t := time.NewTicker(b.opts.AckCommitInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-b.done:
+			return
+		case <-t.C:
+			b.bcast.commit()
+		}
+	}
+}
+
+// commit is one pass of the writer: every dirty session's cursor, then the
+// messages no session owes. A refused write is retried at the next pass.
+func (l *backlog) commit() {
+	l.mu.Lock()
+	dirty := l.dirty
+	l.dirty = make(map[*session]struct{})
+	unowed := l.unowed
+	l.unowed = nil
+	l.mu.Unlock()
+	for s := range dirty {
+		sh := l.b.shard(s.id)
+		sh.mu.Lock()
+		if s.ended {
+			sh.mu.Unlock()
+			continue
+		}
+		cursor := l.cursor(s)
+		sh.mu.Unlock()
+		if err := l.b.sessions.Ack(s.id, nil, cursor); err != nil && !errors.Is(err, store.ErrNotFound) {
+			l.b.storageFailed("storing a session's cursor", s.id, err)
+			l.markDirty(s)
+		}
+	}
+	if len(unowed) == 0 {
+		return
+	}
+	freed, err := l.log.Release(unowed)
+	if err != nil {
+		l.b.storageFailed("releasing broadcast log messages", "", err)
+		l.mu.Lock()
+		l.unowed = append(l.unowed, unowed...)
+		l.mu.Unlock()
+		return
+	}
+	l.b.counters.LogMessages.Add(-int64(len(unowed)))
+	l.b.counters.LogBytes.Add(-freed)
+}

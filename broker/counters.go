@@ -1,0 +1,44 @@
+package broker
+
+import "sync/atomic"
+
+// Counters are what the broker counts for RFC 0005's metrics about sessions,
+// the broadcast log, retained values and Wills. The metrics listener reads
+// them; nothing here formats them.
+type Counters struct {
+	// StorageErrors: a store call failed (saguin_storage_errors_total).
+	StorageErrors atomic.Uint64
+	// ConnectionsRefusedStoreFull: a CONNECT whose Will the session store
+	// had no room for (saguin_connections_refused_total{reason="session store full"}).
+	ConnectionsRefusedStoreFull atomic.Uint64
+	// SessionsRestored: sessions brought back from the store at a start
+	// (saguin_sessions_restored_total).
+	SessionsRestored atomic.Uint64
+	// SessionsDroppedStorageFull: sessions that asked to outlive their
+	// connection and were kept only as long as it
+	// (saguin_sessions_dropped_total{cause="storage_full"}).
+	SessionsDroppedStorageFull atomic.Uint64
+	// SessionsExpired: sessions ended because their expiry passed, at a
+	// start or while running (saguin_sessions_dropped_total{cause="expired"}).
+	SessionsExpired atomic.Uint64
+	// WillsPublished: Wills that went out (saguin_wills_published_total).
+	WillsPublished atomic.Uint64
+	// DeliveriesDroppedQueue: broadcast-log messages an away session lost
+	// to limits.session_queue_bytes
+	// (saguin_session_deliveries_dropped_total{cause="session_queue"}).
+	DeliveriesDroppedQueue atomic.Uint64
+	// DeliveriesDroppedStorageFull: messages an away session was owed that
+	// the provider had no room to keep
+	// (saguin_session_deliveries_dropped_total{cause="storage_full"}).
+	DeliveriesDroppedStorageFull atomic.Uint64
+	// DeliveriesExpired: owed messages whose Message Expiry ran out before
+	// the session reached them (saguin_deliveries_expired_total).
+	DeliveriesExpired atomic.Uint64
+	// LogMessages and LogBytes are what the broadcast log holds
+	// (saguin_session_queue_messages, saguin_session_queue_bytes).
+	LogMessages atomic.Int64
+	LogBytes    atomic.Int64
+}
+
+// Counters are the broker's counters, for the metrics to read.
+func (b *Broker) Counters() *Counters { return &b.counters }

@@ -1,0 +1,180 @@
+package broker
+
+import (
+	"fmt"
+
+	"saguin/codec/topic"
+	"saguin/store"
+)
+
+// Restore brings back what the session store kept, before any connection is
+// served (RFC 0003 "Sessions", "Last Will"):
+//
+//   - a session that ended with its connection (no expiry) is ended: the stop
+//     cut it, and its Will goes with it;
+//   - a session whose expiry passed while the broker was down is ended, its
+//     Will published first if it carries a due moment;
+//   - a session whose client was connected when the broker stopped is away
+//     from now, its Will kept with no due moment;
+//   - a Will whose due moment passed is published, one still waiting resumes
+//     the remainder;
+//   - every message in the broadcast log is owed again to each kept session
+//     whose cursor is at or below it and whose filters matched it when it was
+//     published; a message owed to nobody is released.
+func (b *Broker) Restore() error {
+	stored, err := b.sessions.All()
+	if err != nil {
+		return fmt.Errorf("reading the session store: %w", err)
+	}
+	now := b.now()
+	type kept struct {
+		s      *session
+		cursor uint64
+	}
+	var restored []kept
+	var due []*session   // kept sessions whose Will falls due at this start
+	var expired []*session // sessions that expired while the broker was down
+	for i := range stored {
+		r := &stored[i]
+		s := &session{id: r.ClientID, filters: make(map[string]subscription, len(r.Subscriptions)),
+			expiry: r.Expiry, awaySince: r.DisconnectedAt, receiveMax: r.ReceiveMaximum, will: r.Will}
+		if s.awaySince.IsZero() && s.expiry > 0 {
+			s.awaySince = now // connected when the broker stopped: away from now
+		}
+		switch {
+		case s.expiry == 0:
+			if err := b.sessions.End(s.id, nil); err != nil {
+				return fmt.Errorf("ending session %q, which ended with its connection at the stop: %w", s.id, err)
+			}
+			continue
+		case s.expired(now):
+			expired = append(expired, s)
+			continue
+		}
+		for _, sub := range r.Subscriptions {
+			s.filters[sub.Filter] = subscription{qos: sub.QoS, noLocal: sub.NoLocal, retainAsPublished: sub.RetainAsPublished,
+				retainHandling: sub.RetainHandling, id: sub.SubscriptionID, logOffset: sub.LogOffset}
+		}
+		cursor, ok, err := b.sessions.Cursor(s.id)
+		if err != nil {
+			return fmt.Errorf("reading session %q's cursor: %w", s.id, err)
+		}
+		if !ok {
+			cursor = b.bcast.log.Next()
+		}
+		restored = append(restored, kept{s, cursor})
+		if s.will != nil && !s.will.DueAt.IsZero() && !now.Before(s.will.DueAt) {
+			due = append(due, s)
+		}
+	}
+	for _, k := range restored {
+		sh := b.shard(k.s.id)
+		sh.mu.Lock()
+		sh.sessions[k.s.id] = k.s
+		for f, sub := range k.s.filters {
+			b.subs.add(f, k.s, sub)
+		}
+		sh.mu.Unlock()
+	}
+	// Owed messages, before any Will is published into the log.
+	var batch []store.BroadcastEntry
+	var unowed []uint64
+	from := b.bcast.log.Floor()
+	for {
+		got, err := b.bcast.log.ReadFrom(from, 256, batch[:0])
+		if err != nil {
+			return fmt.Errorf("reading the broadcast log: %w", err)
+		}
+		if len(got) == 0 {
+			break
+		}
+		for i := range got {
+			e := &got[i]
+			size := store.RecordSize(&e.Record)
+			owners := 0
+			for _, k := range restored {
+				if k.cursor <= e.Offset && k.s.owedAtPublish(&e.Record, e.Offset) {
+					k.s.owed.entries = append(k.s.owed.entries, owedEntry{offset: e.Offset, size: size})
+					k.s.owed.bytes += size
+					owners++
+				}
+			}
+			b.counters.LogMessages.Add(1)
+			b.counters.LogBytes.Add(size)
+			if owners == 0 {
+				unowed = append(unowed, e.Offset)
+			} else {
+				b.bcast.refs[e.Offset] = owners
+			}
+		}
+		batch = got
+		from = got[len(got)-1].Offset + 1
+	}
+	if len(unowed) > 0 {
+		b.bcast.mu.Lock()
+		b.bcast.unowed = append(b.bcast.unowed, unowed...)
+		b.bcast.mu.Unlock()
+		b.bcast.commit()
+	}
+	for _, k := range restored {
+		sh := b.shard(k.s.id)
+		sh.mu.Lock()
+		if k.s.will != nil && !k.s.will.DueAt.IsZero() && !now.Before(k.s.will.DueAt) {
+			k.s.will = nil
+		}
+		b.armExpiry(sh, k.s)
+		sh.mu.Unlock()
+	}
+	for _, s := range expired {
+		b.counters.SessionsExpired.Add(1)
+		if s.will != nil && !s.will.DueAt.IsZero() {
+			b.publishWill(s.id, s.will) // before the record goes: at least once
+		}
+		if err := b.sessions.End(s.id, nil); err != nil {
+			return fmt.Errorf("ending session %q, which expired while the broker was down: %w", s.id, err)
+		}
+	}
+	for _, s := range due {
+		b.publishWill(s.id, stored[indexOf(stored, s.id)].Will)
+		sh := b.shard(s.id)
+		sh.mu.Lock()
+		if err := b.sessions.Put(s.record()); err != nil {
+			b.storageFailed("removing a Will published at the start", s.id, err)
+		}
+		sh.mu.Unlock()
+	}
+	b.counters.SessionsRestored.Add(uint64(len(restored)))
+	if len(stored) > 0 {
+		b.log.Info("sessions restored", "kept", len(restored), "ended", len(stored)-len(restored), "expired", len(expired),
+			"wills_published", len(due), "broadcast_log_messages", b.bcast.log.Len())
+	}
+	return nil
+}
+
+// indexOf finds a client id in the store's ordered list.
+func indexOf(all []store.Session, id string) int {
+	for i := range all {
+		if all[i].ClientID == id {
+			return i
+		}
+	}
+	return -1
+}
+
+// owedAtPublish reports whether one of s's filters matched r when it was
+// written at offset: a filter granted after it does not reach back.
+func (s *session) owedAtPublish(r *store.Record, offset uint64) bool {
+	for f, sub := range s.filters {
+		if sub.logOffset > offset || sub.qos == 0 || r.QoS == 0 {
+			continue
+		}
+		if sub.noLocal && r.ClientID == s.id {
+			continue
+		}
+		if topic.Match(f, r.Topic) {
+			return true
+		}
+	}
+	return false
+}
+

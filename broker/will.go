@@ -1,0 +1,72 @@
+package broker
+
+import (
+	"time"
+
+	"saguin/codec"
+	"saguin/netloop"
+	"saguin/store"
+)
+
+// willOf copies the CONNECT's Will into the form the session store keeps:
+// its own memory, its publish properties in the record encoding, its User
+// Properties as headers, and the name its client authenticated as.
+func willOf(req *netloop.ConnectRequest, c netloop.Client) *store.Will {
+	w := req.Will
+	sw := &store.Will{
+		Topic:    string(w.Topic),
+		Payload:  append([]byte{}, w.Payload...),
+		QoS:      w.QoS,
+		Retain:   w.Retain,
+		Delay:    time.Duration(w.Delay) * time.Second,
+		AuthName: string(req.Username),
+	}
+	if w.Props != nil {
+		sw.Props = encodeProps(w.Props)
+		for _, u := range w.Props.User {
+			sw.Headers = append(sw.Headers, store.Header{Key: string(u.Key), Value: string(u.Value)})
+		}
+	}
+	return sw
+}
+
+// fireWill publishes the session's Will through the ordinary publish path,
+// as the client that armed it. It runs on its own goroutine: the caller
+// holds a shard lock, and the publish takes the locks of the sessions it
+// reaches.
+func (b *Broker) fireWill(s *session, now time.Time) {
+	w := s.will
+	if w == nil {
+		return
+	}
+	s.will = nil
+	id := s.id
+	b.wg.Add(1)
+	go func() {
+		defer b.wg.Done()
+		b.publishWill(id, w)
+	}()
+}
+
+// publishWill routes a Will. The topic was checked at CONNECT; it is checked
+// again because a stored Will may predate a change of limits.
+func (b *Broker) publishWill(clientID string, w *store.Will) {
+	p := codec.Publish{QoS: w.QoS, Retain: w.Retain, Topic: []byte(w.Topic), Payload: w.Payload}
+	if p.Payload == nil {
+		p.Payload = []byte{}
+	}
+	decodeProps(w.Props, &p.Properties)
+	for _, h := range w.Headers {
+		p.Properties.AddUser([]byte(h.Key), []byte(h.Value))
+	}
+	if code, why := b.checkTopic(p.Topic); code != codec.Success {
+		b.log.Warn("Will not published", "client_id", clientID, "code", code.String(), "why", why)
+		return
+	}
+	if code := b.route(clientID, &p); code != codec.Success {
+		b.log.Warn("Will not published", "client_id", clientID, "code", code.String())
+		return
+	}
+	b.counters.WillsPublished.Add(1)
+	b.log.Info("Will published", "client_id", clientID, "topic", w.Topic)
+}

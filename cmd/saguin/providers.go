@@ -1,0 +1,138 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+
+	"saguin/config"
+	"saguin/store"
+	"saguin/store/memory"
+	"saguin/store/sqlite"
+)
+
+// storage is what the broker keeps its state in: the providers the
+// configuration names for sessions (broker.session.storage) and retained
+// values (broker.retained.storage), each opened once, with their retention
+// sweeps running. A provider nothing names is not opened (notes-0003).
+type storage struct {
+	providers []store.Provider
+	sessions  store.Sessions
+	retained  store.Retained
+	cancel    context.CancelFunc
+	sweeps    sync.WaitGroup
+}
+
+// openStorage opens the providers the broker's state lives in. On failure
+// every provider already opened is closed again, releasing its lock.
+func openStorage(cfg *config.Config, hooks store.Hooks, log *slog.Logger) (st *storage, err error) {
+	st = &storage{}
+	defer func() {
+		if err != nil {
+			st.close()
+			st = nil
+		}
+	}()
+	byName := map[string]store.Provider{}
+	open := func(name string) (store.Provider, error) {
+		if name == "" {
+			name = cfg.Broker.Storage.Default
+		}
+		if p, ok := byName[name]; ok {
+			return p, nil
+		}
+		var pc *config.Provider
+		for i := range cfg.Broker.Storage.Providers {
+			if cfg.Broker.Storage.Providers[i].Name == name {
+				pc = &cfg.Broker.Storage.Providers[i]
+			}
+		}
+		if pc == nil {
+			return nil, fmt.Errorf("storage provider %q is not defined", name)
+		}
+		p, err := openProvider(cfg, pc, hooks, log)
+		if err != nil {
+			return nil, err
+		}
+		byName[name] = p
+		st.providers = append(st.providers, p)
+		return p, nil
+	}
+	sp, err := open(cfg.Broker.Session.Storage)
+	if err != nil {
+		return nil, fmt.Errorf("broker.session.storage: %w", err)
+	}
+	if st.sessions, err = sp.Sessions(); err != nil {
+		return nil, fmt.Errorf("broker.session.storage: opening the session store on %s: %w", sp.Name(), err)
+	}
+	rp, err := open(cfg.Broker.Retained.Storage)
+	if err != nil {
+		return nil, fmt.Errorf("broker.retained.storage: %w", err)
+	}
+	if st.retained, err = rp.Retained(cfg.Broker.Retained.RetentionPeriod); err != nil {
+		return nil, fmt.Errorf("broker.retained.storage: opening the retained store on %s: %w", rp.Name(), err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	st.cancel = cancel
+	for _, p := range st.providers {
+		st.sweeps.Add(1)
+		go func() {
+			defer st.sweeps.Done()
+			store.RunRetention(ctx, p, nil, hooks, log)
+		}()
+	}
+	return st, nil
+}
+
+// openProvider opens one provider as its configuration block says. The
+// reserve kept for relieving writes is one largest message with its headers
+// (RFC 0004 "The reserve").
+func openProvider(cfg *config.Config, pc *config.Provider, hooks store.Hooks, log *slog.Logger) (store.Provider, error) {
+	l := cfg.Broker.Limits
+	reserve := l.MaxMessageSize + l.MaxHeaderBytes
+	plog := log.With("provider", pc.Name)
+	switch pc.Type {
+	case config.ProviderMemory:
+		p, err := memory.Open(store.MemoryOptions{Name: pc.Name, MaxBytes: pc.MaxBytes, Reserve: reserve,
+			SnapshotDir: pc.SnapshotDir, MaxSessionExpiry: l.MaxSessionExpiry, Hooks: hooks, Logger: plog})
+		if err != nil {
+			return nil, fmt.Errorf("opening memory provider %s: %w", pc.Name, err)
+		}
+		return p, nil
+	case config.ProviderSQLite:
+		mode := store.CommitCollect
+		switch pc.PublishCommit {
+		case config.CommitEach:
+			mode = store.CommitEach
+		case config.CommitInterval:
+			mode = store.CommitInterval
+		}
+		p, err := sqlite.Open(store.SQLiteOptions{Name: pc.Name, FilePath: pc.FilePath, MaxBytes: pc.MaxBytes, Reserve: reserve,
+			ReadConnections: pc.ReadConnections, FlushInterval: pc.FlushInterval, CommitMode: mode,
+			PublishCommitInterval: pc.PublishCommitInterval, PublishCommitMaxRecords: pc.PublishCommitMaxRecords,
+			MaxSessionExpiry: l.MaxSessionExpiry, Hooks: hooks, Logger: plog})
+		if err != nil {
+			return nil, fmt.Errorf("opening sqlite provider %s: %w", pc.Name, err)
+		}
+		return p, nil
+	}
+	return nil, fmt.Errorf("provider %s: type %q is neither memory nor sqlite", pc.Name, pc.Type)
+}
+
+// close stops the sweeps and closes every provider: a memory provider with a
+// snapshot_dir writes its snapshot, a sqlite one checkpoints its log.
+func (st *storage) close() error {
+	if st.cancel != nil {
+		st.cancel()
+	}
+	st.sweeps.Wait()
+	var errs []error
+	for _, p := range st.providers {
+		if err := p.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("closing provider %s: %w", p.Name(), err))
+		}
+	}
+	return errors.Join(errs...)
+}
