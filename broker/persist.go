@@ -32,7 +32,7 @@ func (b *Broker) Restore() error {
 		cursor uint64
 	}
 	var restored []kept
-	var due []*session   // kept sessions whose Will falls due at this start
+	var due []*session     // kept sessions whose Will falls due at this start
 	var expired []*session // sessions that expired while the broker was down
 	for i := range stored {
 		r := &stored[i]
@@ -177,4 +177,3 @@ func (s *session) owedAtPublish(r *store.Record, offset uint64) bool {
 	}
 	return false
 }
-
