@@ -1,0 +1,341 @@
+package broker
+
+import (
+	"log/slog"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"saguin/codec"
+	"saguin/netloop"
+	"saguin/store"
+	"saguin/store/memory"
+)
+
+// ackClient records deliveries with the log offsets they carry.
+type ackClient struct {
+	id      string
+	mu      sync.Mutex
+	got     []string
+	offsets []uint64
+	retains []bool
+}
+
+func (f *ackClient) ClientID() string { return f.id }
+func (f *ackClient) Version() byte    { return codec.Version5 }
+func (f *ackClient) Deliver(m *netloop.Message, d netloop.Delivery) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.got = append(f.got, string(m.Payload))
+	f.offsets = append(f.offsets, d.Offset)
+	f.retains = append(f.retains, d.Retain)
+	return true
+}
+func (f *ackClient) Kick(codec.ReasonCode) {}
+
+func (f *ackClient) payloads() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.got)
+}
+
+// waitPayloads waits until the client holds want, in order.
+func (f *ackClient) waitPayloads(t *testing.T, want ...string) {
+	t.Helper()
+	deadline := time.Now().Add(3 * time.Second)
+	for {
+		got := f.payloads()
+		if slices.Equal(got, want) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("delivered %q, want %q", got, want)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// stores is one memory provider's session and retained stores, shared by
+// the brokers a test starts one after another as a restart would.
+type stores struct {
+	sessions store.Sessions
+	retained store.Retained
+}
+
+func newStores(t *testing.T, maxBytes int64) stores {
+	t.Helper()
+	p, err := memory.Open(store.MemoryOptions{Name: "test", MaxBytes: maxBytes})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := p.Sessions()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := p.Retained(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return stores{s, r}
+}
+
+func (st stores) broker(t *testing.T, o Options) *Broker {
+	t.Helper()
+	o.Sessions, o.Retained = st.sessions, st.retained
+	o.Logger = slog.New(slog.DiscardHandler)
+	b := New(o)
+	if err := b.Restore(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(b.Close)
+	return b
+}
+
+// restart stops b gracefully and starts a broker on the same stores.
+func (st stores) restart(t *testing.T, b *Broker, o Options) *Broker {
+	t.Helper()
+	b.Stop()
+	b.Close()
+	return st.broker(t, o)
+}
+
+func connectAs(t *testing.T, b *Broker, c netloop.Client, clean bool, expiry uint32, will *netloop.Will) (bool, codec.ReasonCode, *netloop.ConnectRequest) {
+	t.Helper()
+	req := &netloop.ConnectRequest{Version: 5, ClientID: c.ClientID(), CleanStart: clean, SessionExpiry: expiry, Will: will}
+	present, code := b.Connect(c, req)
+	return present, code, req
+}
+
+func publish(b *Broker, from, topic, payload string, qos byte, retain bool) codec.ReasonCode {
+	return b.Publish(&ackClient{id: from}, &codec.Publish{QoS: qos, Topic: []byte(topic), Payload: []byte(payload), Retain: retain})
+}
+
+func TestSessionIsPresentAfterARestartOnTheSameStore(t *testing.T) {
+	st := newStores(t, 0)
+	b := st.broker(t, Options{})
+	c := &ackClient{id: "dev"}
+	connectAs(t, b, c, true, 60, nil)
+	b.Subscribe(c, []byte("t/#"), netloop.SubscribeOptions{QoS: 1})
+	b.Disconnected(c, 60, true)
+	b = st.restart(t, b, Options{})
+	c2 := &ackClient{id: "dev"}
+	if present, _, _ := connectAs(t, b, c2, false, 60, nil); !present {
+		t.Fatal("Session Present 0 after a restart on a store that kept the session")
+	}
+	publish(b, "p", "t/x", "live", 1, false)
+	c2.waitPayloads(t, "live")
+}
+
+func TestAwaySessionIsSentWhatItMissedOnResumeInOrder(t *testing.T) {
+	st := newStores(t, 0)
+	b := st.broker(t, Options{})
+	c := &ackClient{id: "dev"}
+	connectAs(t, b, c, true, 60, nil)
+	b.Subscribe(c, []byte("t"), netloop.SubscribeOptions{QoS: 2})
+	b.Disconnected(c, 60, false)
+	for _, p := range []string{"1", "2", "3"} {
+		if code := publish(b, "p", "t", p, 1, false); code != codec.Success {
+			t.Fatalf("publish answered 0x%02x", byte(code))
+		}
+	}
+	if n := st.sessions.Log().Len(); n != 3 {
+		t.Fatalf("the broadcast log holds %d messages, want 3 (one write per message)", n)
+	}
+	c2 := &ackClient{id: "dev"}
+	connectAs(t, b, c2, false, 60, nil)
+	c2.waitPayloads(t, "1", "2", "3")
+}
+
+func TestQoS0IsNotKeptForAnAwaySession(t *testing.T) {
+	st := newStores(t, 0)
+	b := st.broker(t, Options{})
+	c := &ackClient{id: "dev"}
+	connectAs(t, b, c, true, 60, nil)
+	b.Subscribe(c, []byte("t"), netloop.SubscribeOptions{QoS: 1})
+	b.Disconnected(c, 60, false)
+	publish(b, "p", "t", "q0", 0, false)
+	if n := st.sessions.Log().Len(); n != 0 {
+		t.Fatalf("a QoS 0 broadcast was written to the log (%d messages)", n)
+	}
+}
+
+func TestAwaySessionIsOwedItsMessagesAcrossARestart(t *testing.T) {
+	st := newStores(t, 0)
+	b := st.broker(t, Options{})
+	c := &ackClient{id: "dev"}
+	connectAs(t, b, c, true, 60, nil)
+	b.Subscribe(c, []byte("t"), netloop.SubscribeOptions{QoS: 1})
+	b.Disconnected(c, 60, false)
+	publish(b, "p", "t", "a", 1, false)
+	publish(b, "p", "t", "b", 1, false)
+	b = st.restart(t, b, Options{})
+	c2 := &ackClient{id: "dev"}
+	connectAs(t, b, c2, false, 60, nil)
+	c2.waitPayloads(t, "a", "b")
+}
+
+func TestAcknowledgedLogMessagesAreNotSentAgainAfterARestart(t *testing.T) {
+	st := newStores(t, 0)
+	b := st.broker(t, Options{})
+	c := &ackClient{id: "dev"}
+	connectAs(t, b, c, true, 60, nil)
+	b.Subscribe(c, []byte("t"), netloop.SubscribeOptions{QoS: 1})
+	b.Disconnected(c, 60, false)
+	for _, p := range []string{"a", "b", "c"} {
+		publish(b, "p", "t", p, 1, false)
+	}
+	c2 := &ackClient{id: "dev"}
+	connectAs(t, b, c2, false, 60, nil)
+	c2.waitPayloads(t, "a", "b", "c")
+	b.Acked(c2, c2.offsets[0])
+	b.Acked(c2, c2.offsets[1])
+	b.Disconnected(c2, 60, false) // the acknowledgements are stored as it leaves
+	b = st.restart(t, b, Options{})
+	c3 := &ackClient{id: "dev"}
+	connectAs(t, b, c3, false, 60, nil)
+	c3.waitPayloads(t, "c")
+	b.Acked(c3, c3.offsets[0])
+	b.Close()
+	if n := st.sessions.Log().Len(); n != 0 {
+		t.Fatalf("the log still holds %d messages nobody owes", n)
+	}
+}
+
+func TestAcknowledgementsAreCommittedWithinTheAckCommitInterval(t *testing.T) {
+	st := newStores(t, 0)
+	b := st.broker(t, Options{AckCommitInterval: 20 * time.Millisecond})
+	c := &ackClient{id: "dev"}
+	connectAs(t, b, c, true, 60, nil)
+	b.Subscribe(c, []byte("t"), netloop.SubscribeOptions{QoS: 1})
+	b.Disconnected(c, 60, false)
+	publish(b, "p", "t", "a", 1, false)
+	c2 := &ackClient{id: "dev"}
+	connectAs(t, b, c2, false, 60, nil)
+	c2.waitPayloads(t, "a")
+	b.Acked(c2, c2.offsets[0])
+	deadline := time.Now().Add(3 * time.Second)
+	for {
+		cur, _, _ := st.sessions.Cursor("dev")
+		if cur > c2.offsets[0] {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("cursor %d still at the acknowledged offset %d while connected", cur, c2.offsets[0])
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func TestSessionQueueBytesLetsTheOldestOwedMessageGo(t *testing.T) {
+	st := newStores(t, 0)
+	b := st.broker(t, Options{SessionQueueBytes: 10})
+	c := &ackClient{id: "dev"}
+	connectAs(t, b, c, true, 60, nil)
+	b.Subscribe(c, []byte("t"), netloop.SubscribeOptions{QoS: 1})
+	b.Disconnected(c, 60, false)
+	publish(b, "p", "t", "aaaa", 1, false) // 5 bytes with the topic
+	publish(b, "p", "t", "bbbb", 1, false)
+	publish(b, "p", "t", "cccc", 1, false)
+	if n := b.Counters().DeliveriesDroppedQueue.Load(); n != 1 {
+		t.Fatalf("%d deliveries counted dropped, want 1", n)
+	}
+	c2 := &ackClient{id: "dev"}
+	connectAs(t, b, c2, false, 60, nil)
+	c2.waitPayloads(t, "bbbb", "cccc")
+}
+
+func TestASubscriptionMadeLaterDoesNotReachBackIntoTheLog(t *testing.T) {
+	st := newStores(t, 0)
+	b := st.broker(t, Options{})
+	a := &ackClient{id: "a"}
+	connectAs(t, b, a, true, 60, nil)
+	b.Subscribe(a, []byte("t"), netloop.SubscribeOptions{QoS: 1})
+	b.Disconnected(a, 60, false)
+	publish(b, "p", "t", "old", 1, false)
+	late := &ackClient{id: "late"}
+	connectAs(t, b, late, true, 60, nil)
+	b.Subscribe(late, []byte("t"), netloop.SubscribeOptions{QoS: 1})
+	b.Disconnected(late, 60, false)
+	b = st.restart(t, b, Options{})
+	late2 := &ackClient{id: "late"}
+	connectAs(t, b, late2, false, 60, nil)
+	publish(b, "p", "t", "new", 1, false)
+	late2.waitPayloads(t, "new")
+}
+
+func TestRetainedValueIsKeptInTheRetainedStoreAcrossARestart(t *testing.T) {
+	st := newStores(t, 0)
+	b := st.broker(t, Options{})
+	publish(b, "p", "home/temp", "21", 1, true)
+	if _, ok, _ := st.retained.Get("home/temp"); !ok {
+		t.Fatal("the retained value is not in the retained store")
+	}
+	b = st.restart(t, b, Options{})
+	c := &ackClient{id: "s"}
+	connectAs(t, b, c, true, 0, nil)
+	b.Subscribe(c, []byte("home/#"), netloop.SubscribeOptions{QoS: 1})
+	c.waitPayloads(t, "21")
+	if !c.retains[0] {
+		t.Fatal("a retained value was sent without RETAIN")
+	}
+}
+
+func TestRetainedValueWithAnExpiredMessageExpiryIsNotSent(t *testing.T) {
+	st := newStores(t, 0)
+	now := time.Now()
+	clock := func() time.Time { return now }
+	b := st.broker(t, Options{Now: clock})
+	p := &codec.Publish{QoS: 0, Retain: true, Topic: []byte("t"), Payload: []byte("v")}
+	p.Properties.MessageExpiry = 5
+	p.Properties.Present.Set(codec.PropMessageExpiry)
+	b.Publish(&ackClient{id: "p"}, p)
+	now = now.Add(6 * time.Second)
+	c := &ackClient{id: "s"}
+	connectAs(t, b, c, true, 0, nil)
+	b.Subscribe(c, []byte("t"), netloop.SubscribeOptions{QoS: 1})
+	if got := c.payloads(); len(got) != 0 {
+		t.Fatalf("an expired retained value was sent: %q", got)
+	}
+	if _, ok, _ := st.retained.Get("t"); ok {
+		t.Fatal("the expired retained value was not deleted")
+	}
+}
+
+func TestFullSessionStoreKeepsTheSessionOnlyAsLongAsItsConnection(t *testing.T) {
+	st := newStores(t, 5000) // room for one session record
+	b := st.broker(t, Options{})
+	connectAs(t, b, &ackClient{id: "first"}, true, 60, nil)
+	_, code, req := connectAs(t, b, &ackClient{id: "second"}, true, 60, nil)
+	if code != codec.Success || !req.SessionExpiryShortened || req.SessionExpiry != 0 {
+		t.Fatalf("code 0x%02x, shortened %v, expiry %d: want accepted with Session Expiry 0", byte(code), req.SessionExpiryShortened, req.SessionExpiry)
+	}
+	if n := b.Counters().SessionsDroppedStorageFull.Load(); n != 1 {
+		t.Fatalf("sessions dropped for storage_full counted %d, want 1", n)
+	}
+}
+
+func TestFullSessionStoreRefusesAWillQuotaExceeded(t *testing.T) {
+	st := newStores(t, 5000)
+	b := st.broker(t, Options{})
+	connectAs(t, b, &ackClient{id: "first"}, true, 60, nil)
+	_, code, _ := connectAs(t, b, &ackClient{id: "second"}, true, 60, &netloop.Will{Topic: []byte("w"), Payload: []byte("gone")})
+	if code != codec.QuotaExceeded {
+		t.Fatalf("CONNECT with a Will the store has no room for answered 0x%02x, want 0x97", byte(code))
+	}
+}
+
+func TestSubscribeIntoAFullSessionStoreIsQuotaExceeded(t *testing.T) {
+	st := newStores(t, 5000)
+	b := st.broker(t, Options{})
+	c := &ackClient{id: "first"}
+	connectAs(t, b, c, true, 60, nil)
+	b.Subscribe(c, []byte("a"), netloop.SubscribeOptions{QoS: 1})
+	if code := b.Subscribe(c, []byte("b/c/d"), netloop.SubscribeOptions{QoS: 1}); code != codec.QuotaExceeded {
+		t.Fatalf("SUBSCRIBE past the store's room answered 0x%02x, want 0x97", byte(code))
+	}
+	publish(b, "p", "b/c/d", "x", 0, false)
+	if got := c.payloads(); len(got) != 0 {
+		t.Fatalf("a refused filter was served: %q", got)
+	}
+}
