@@ -1,0 +1,182 @@
+package broker
+
+import (
+	"testing"
+	"time"
+
+	"saguin/netloop"
+)
+
+// watcher connects a subscriber to topic on b.
+func watcher(t *testing.T, b *Broker, topic string) *ackClient {
+	t.Helper()
+	w := &ackClient{id: "watcher-" + topic}
+	connectAs(t, b, w, true, 0, nil)
+	b.Subscribe(w, []byte(topic), netloop.SubscribeOptions{QoS: 1})
+	return w
+}
+
+func will(delay uint32) *netloop.Will {
+	return &netloop.Will{Topic: []byte("status/dev"), Payload: []byte("offline"), QoS: 1, Delay: delay}
+}
+
+func TestWillIsPublishedWhenTheConnectionEndsWithoutDisconnect(t *testing.T) {
+	b := newStores(t, 0).broker(t, Options{})
+	w := watcher(t, b, "status/#")
+	c := &ackClient{id: "dev"}
+	connectAs(t, b, c, true, 0, will(0))
+	b.Disconnected(c, 0, false)
+	w.waitPayloads(t, "offline")
+	if n := b.Counters().WillsPublished.Load(); n != 1 {
+		t.Fatalf("wills published counted %d, want 1", n)
+	}
+}
+
+func TestNormalDisconnectWithdrawsTheWill(t *testing.T) {
+	st := newStores(t, 0)
+	b := st.broker(t, Options{})
+	w := watcher(t, b, "status/#")
+	c := &ackClient{id: "dev"}
+	connectAs(t, b, c, true, 60, will(0))
+	b.Disconnected(c, 60, true)
+	publish(b, "p", "status/marker", "after", 1, false)
+	w.waitPayloads(t, "after")
+	if s, _, _ := st.sessions.Get("dev"); s.Will != nil {
+		t.Fatal("the withdrawn Will is still on the stored session")
+	}
+}
+
+func TestWillDelayWaitsAndAResumeCancelsIt(t *testing.T) {
+	b := newStores(t, 0).broker(t, Options{})
+	w := watcher(t, b, "status/#")
+	c := &ackClient{id: "dev"}
+	connectAs(t, b, c, true, 60, will(1))
+	b.Disconnected(c, 60, false)
+	connectAs(t, b, &ackClient{id: "dev"}, false, 60, nil) // back inside the delay
+	sh := b.shard("dev")
+	sh.mu.Lock()
+	s := sh.sessions["dev"]
+	waiting, timer := s.will != nil, s.timer != nil
+	sh.mu.Unlock()
+	if waiting || timer {
+		t.Fatalf("after the resume the Will is still waiting (%v) or its timer armed (%v)", waiting, timer)
+	}
+	publish(b, "p", "status/marker", "after", 1, false)
+	w.waitPayloads(t, "after")
+}
+
+func TestWillDelayIsPublishedWhenItRunsOut(t *testing.T) {
+	b := newStores(t, 0).broker(t, Options{})
+	w := watcher(t, b, "status/#")
+	c := &ackClient{id: "dev"}
+	connectAs(t, b, c, true, 60, will(1))
+	b.Disconnected(c, 60, false)
+	w.waitPayloads(t, "offline")
+}
+
+func TestWillOnASessionShorterThanItsDelayIsPublishedAtSessionEnd(t *testing.T) {
+	b := newStores(t, 0).broker(t, Options{})
+	w := watcher(t, b, "status/#")
+	c := &ackClient{id: "dev"}
+	connectAs(t, b, c, true, 1, will(3600))
+	b.Disconnected(c, 1, false)
+	w.waitPayloads(t, "offline")
+}
+
+func TestCleanStartPublishesTheWaitingWill(t *testing.T) {
+	b := newStores(t, 0).broker(t, Options{})
+	w := watcher(t, b, "status/#")
+	c := &ackClient{id: "dev"}
+	connectAs(t, b, c, true, 60, will(3600))
+	b.Disconnected(c, 60, false)
+	if present, _, _ := connectAs(t, b, &ackClient{id: "dev"}, true, 60, nil); present {
+		t.Fatal("Clean Start answered Session Present 1")
+	}
+	w.waitPayloads(t, "offline")
+}
+
+func TestGracefulStopFiresNoWillAndKeepsItWithNoDueMoment(t *testing.T) {
+	st := newStores(t, 0)
+	b := st.broker(t, Options{})
+	w := watcher(t, b, "status/#")
+	c := &ackClient{id: "dev"}
+	connectAs(t, b, c, true, 60, will(0))
+	b.Stop()
+	b.Disconnected(c, 60, false)
+	b.Disconnected(w, 0, false)
+	b.Close()
+	if got := w.payloads(); len(got) != 0 {
+		t.Fatalf("a graceful stop published a Will: %q", got)
+	}
+	s, ok, _ := st.sessions.Get("dev")
+	if !ok || s.Will == nil || !s.Will.DueAt.IsZero() {
+		t.Fatalf("stored session %+v: want the Will kept with no due moment", s)
+	}
+	b = st.broker(t, Options{})
+	w2 := watcher(t, b, "status/#")
+	if present, _, _ := connectAs(t, b, &ackClient{id: "dev"}, false, 60, nil); !present {
+		t.Fatal("the session of a client connected at the stop is not present after it")
+	}
+	publish(b, "p", "status/marker", "after", 1, false)
+	w2.waitPayloads(t, "after")
+}
+
+func TestWillThatCameDueWhileStoppedIsPublishedAtStart(t *testing.T) {
+	st := newStores(t, 0)
+	now := time.Now()
+	b := st.broker(t, Options{Now: func() time.Time { return now }})
+	c := &ackClient{id: "dev"}
+	retained := will(5)
+	retained.Retain = true
+	connectAs(t, b, c, true, 3600, retained)
+	b.Disconnected(c, 3600, false) // due in 5s
+	b.Close()
+	if _, ok, _ := st.retained.Get("status/dev"); ok {
+		t.Fatal("the Will went out before its delay")
+	}
+	later := now.Add(10 * time.Second)
+	b = st.broker(t, Options{Now: func() time.Time { return later }})
+	r, ok, _ := st.retained.Get("status/dev")
+	if !ok || string(r.Payload) != "offline" {
+		t.Fatal("a Will due while the broker was stopped was not published at the start")
+	}
+	if s, _, _ := st.sessions.Get("dev"); s.Will != nil {
+		t.Fatal("the published Will is still on the stored session")
+	}
+}
+
+func TestWillOfAnExpiredSessionIsPublishedAtStartBeforeItEnds(t *testing.T) {
+	st := newStores(t, 0)
+	now := time.Now()
+	b := st.broker(t, Options{Now: func() time.Time { return now }})
+	c := &ackClient{id: "dev"}
+	retained := will(3600)
+	retained.Retain = true
+	connectAs(t, b, c, true, 60, retained)
+	b.Disconnected(c, 60, false)
+	b.Close()
+	later := now.Add(2 * time.Minute)
+	b = st.broker(t, Options{Now: func() time.Time { return later }})
+	if _, ok, _ := st.retained.Get("status/dev"); !ok {
+		t.Fatal("the Will of a session that expired while stopped was not published")
+	}
+	if _, ok, _ := st.sessions.Get("dev"); ok {
+		t.Fatal("the expired session is still stored")
+	}
+	if present, _, _ := connectAs(t, b, &ackClient{id: "dev"}, false, 60, nil); present {
+		t.Fatal("Session Present 1 for a session that expired while stopped")
+	}
+}
+
+func TestTakenOverConnectionsWillIsPublishedOnlyWithoutDelay(t *testing.T) {
+	b := newStores(t, 0).broker(t, Options{})
+	w := watcher(t, b, "status/#")
+	connectAs(t, b, &ackClient{id: "dev"}, true, 60, will(0))
+	connectAs(t, b, &ackClient{id: "dev"}, false, 60, nil)
+	w.waitPayloads(t, "offline")
+
+	connectAs(t, b, &ackClient{id: "dev2"}, true, 60, &netloop.Will{Topic: []byte("status/dev2"), Payload: []byte("x"), QoS: 1, Delay: 60})
+	connectAs(t, b, &ackClient{id: "dev2"}, false, 60, nil)
+	publish(b, "p", "status/marker", "after", 1, false)
+	w.waitPayloads(t, "offline", "after")
+}
