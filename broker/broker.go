@@ -361,6 +361,8 @@ func (b *Broker) Disconnected(c netloop.Client, sessionExpiry uint32, graceful b
 	}
 	if err := b.sessions.Put(s.record()); err != nil {
 		b.storageFailed("storing a session as its client left", id, err)
+	} else if s.will != nil {
+		b.log.Debug("Will waiting out its delay", "client_id", id, "due_at", s.will.DueAt)
 	}
 	b.armExpiry(sh, s)
 }
