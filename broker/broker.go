@@ -177,22 +177,20 @@ func (b *Broker) dropFilters(s *session) {
 	clear(s.filters)
 }
 
-// Publish routes p to the subscribers it reaches and answers its PUBACK code.
-func (b *Broker) Publish(c netloop.Client, p *codec.Publish) codec.ReasonCode {
+// Publish routes p to the subscribers it reaches and answers its PUBACK
+// code, with why for a refusal.
+func (b *Broker) Publish(c netloop.Client, p *codec.Publish) (codec.ReasonCode, string) {
 	if code, why := b.checkTopic(p.Topic); code != codec.Success {
-		b.log.Warn("publish refused", "client_id", c.ClientID(), "code", code.String(), "why", why)
-		return code
+		return b.refusePublish(c, code, why)
 	}
 	if err := codec.CheckPayloadFormat(p); err != nil {
-		b.log.Warn("publish refused", "client_id", c.ClientID(), "code", codec.PayloadFormatInvalid.String(), "why", err.Error())
-		return codec.PayloadFormatInvalid
+		return b.refusePublish(c, codec.PayloadFormatInvalid, "Payload Format Indicator says UTF-8 and the payload is not")
 	}
 	var m *netloop.Message
 	if p.Retain {
 		m = netloop.NewMessage(p)
 		if !b.retained.set(string(p.Topic), m, p.QoS) {
-			b.log.Warn("publish refused", "client_id", c.ClientID(), "code", codec.QuotaExceeded.String(), "why", "the retained store is full")
-			return codec.QuotaExceeded
+			return b.refusePublish(c, codec.QuotaExceeded, "the retained store is full")
 		}
 	}
 	publisher := c.ClientID()
@@ -209,7 +207,14 @@ func (b *Broker) Publish(c netloop.Client, p *codec.Publish) codec.ReasonCode {
 		}
 		ref.c.Deliver(m, netloop.Delivery{QoS: min(p.QoS, sub.qos), Retain: p.Retain && sub.retainAsPublished, SubscriptionID: sub.id})
 	})
-	return codec.Success
+	return codec.Success, ""
+}
+
+// refusePublish logs a refused publish, whatever its QoS (RFC 0002: every
+// refusal is logged, so one with no reply at all is still visible).
+func (b *Broker) refusePublish(c netloop.Client, code codec.ReasonCode, why string) (codec.ReasonCode, string) {
+	b.log.Warn("publish refused", "client_id", c.ClientID(), "code", code.String(), "why", why)
+	return code, why
 }
 
 // checkTopic applies RFC 0002 "Publishing" to a topic name: 0x90 over
@@ -233,20 +238,22 @@ func (b *Broker) checkTopic(t []byte) (codec.ReasonCode, string) {
 }
 
 // Subscribe grants one filter (the QoS asked for, at most 2) and sends the
-// retained messages it matches.
-func (b *Broker) Subscribe(c netloop.Client, f []byte, o netloop.SubscribeOptions) codec.ReasonCode {
+// retained messages it matches; a refusal comes with why.
+func (b *Broker) Subscribe(c netloop.Client, f []byte, o netloop.SubscribeOptions) (codec.ReasonCode, string) {
 	filter := string(f)
 	switch {
 	case topic.ValidateFilter(filter) != nil:
-		return codec.TopicFilterInvalid
+		return codec.TopicFilterInvalid, "not a topic filter: + and # take a whole level, # only the last"
 	case topic.Levels(filter) > b.opts.MaxTopicLevels:
-		return codec.TopicFilterInvalid
+		return codec.TopicFilterInvalid, "deeper than limits.max_topic_levels"
 	case strings.HasPrefix(filter, "$share/") || strings.HasPrefix(filter, "$SHARE/"):
-		return codec.SharedSubscriptionsNotSupported
+		return codec.SharedSubscriptionsNotSupported, "shared subscriptions are not served yet"
 	case strings.HasPrefix(filter, "$saguin/queue/"):
-		return codec.TopicFilterInvalid // no queue is configured to name
-	case strings.HasPrefix(filter, "$saguin/"), strings.HasPrefix(filter, "$SYS"):
-		return codec.NotAuthorized
+		return codec.TopicFilterInvalid, "names no queue"
+	case strings.HasPrefix(filter, "$saguin/"):
+		return codec.NotAuthorized, "nothing is delivered under $saguin/ but a queue's form and a seek reply"
+	case strings.HasPrefix(filter, "$SYS"):
+		return codec.NotAuthorized, "nothing is delivered under $SYS"
 	}
 	id := c.ClientID()
 	sh := b.shard(id)
@@ -254,13 +261,13 @@ func (b *Broker) Subscribe(c netloop.Client, f []byte, o netloop.SubscribeOption
 	s := sh.sessions[id]
 	if s == nil || s.client.Load() == nil || s.client.Load().c != c {
 		sh.mu.Unlock()
-		return codec.UnspecifiedError // taken over between packets
+		return codec.UnspecifiedError, "the session was taken over" // between packets
 	}
 	_, existed := s.filters[filter]
 	if !existed && len(s.filters) >= b.opts.MaxSubscriptions {
 		sh.mu.Unlock()
 		b.log.Warn("subscription refused", "client_id", id, "code", codec.QuotaExceeded.String(), "why", "limits.max_subscriptions")
-		return codec.QuotaExceeded
+		return codec.QuotaExceeded, "past limits.max_subscriptions"
 	}
 	sub := subscription{qos: min(o.QoS, 2), noLocal: o.NoLocal, retainAsPublished: o.RetainAsPublished, id: o.SubscriptionID}
 	s.filters[filter] = sub
@@ -271,7 +278,7 @@ func (b *Broker) Subscribe(c netloop.Client, f []byte, o netloop.SubscribeOption
 			c.Deliver(m, netloop.Delivery{QoS: min(qos, sub.qos), Retain: true, SubscriptionID: sub.id})
 		})
 	}
-	return codec.ReasonCode(sub.qos)
+	return codec.ReasonCode(sub.qos), ""
 }
 
 // Unsubscribe removes one filter: 0x00, or 0x11 when the session held none.
