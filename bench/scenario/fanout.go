@@ -96,6 +96,9 @@ func runFanout(ctx context.Context, e *Env, qos uint8, n, rate int) (Values, err
 	}
 	want := published * uint64(n)
 	got := drain(ctx, delivered, want, e.Profile.DrainTimeout)
+	if got > want {
+		return nil, fmt.Errorf("%d deliveries of %d publishes to %d subscribers: more than one copy each", got, published, n)
+	}
 	v["arrived_pct"] = 100 * float64(min(got, want)) / float64(max(want, 1))
 	if err := firstError(append(subs, pub)); err != nil {
 		return nil, err
