@@ -210,7 +210,7 @@ func TestMqttTakeoverOfAKeptSessionResumesIt(t *testing.T) {
 		if ack := newer.mustConnect(id, session(60)); !ack.SessionPresent {
 			t.Fatal("Session Present 0 on taking over a kept session")
 		}
-		old.expectEnd(codec.SessionTakenOver)
+		old.expectClosed() // its 0x8E is TestTakeoverSendsTheOldConnectionSessionTakenOver's rule
 		pub := dialRaw(t, addr, v)
 		pub.mustConnect(clientID(t, "pub"), nil)
 		pub.publishQoS1(topic+"/x", []byte("moved"), 1)
@@ -235,7 +235,7 @@ func TestMqttTakeoverOfAConnectionBoundSessionStartsAFreshOne(t *testing.T) {
 	if ack := newer.mustConnect(id, session(60)); ack.SessionPresent {
 		t.Fatal("Session Present 1 for a session that ended with the connection it took over")
 	}
-	old.expectEnd(codec.SessionTakenOver)
+	old.expectClosed()
 	pub := dialRaw(t, addr, codec.Version5)
 	pub.mustConnect(clientID(t, "pub"), nil)
 	pub.publishQoS1(topic+"/x", []byte("no"), 1)
