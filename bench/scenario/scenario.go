@@ -63,7 +63,6 @@ type Env struct {
 	Pid     int    // the broker's process, for /proc
 	Profile Profile
 
-	windowOpen   bool
 	windowStart  time.Time
 	brokerCPU0   time.Duration
 	genCPU0      time.Duration
@@ -79,7 +78,7 @@ func (e *Env) beginWindow() error {
 	if err != nil {
 		return fmt.Errorf("reading the broker at the window's start: %w", err)
 	}
-	e.brokerCPU0, e.genCPU0, e.windowStart, e.windowOpen = u.CPU, selfCPU(), time.Now(), true
+	e.brokerCPU0, e.genCPU0, e.windowStart = u.CPU, selfCPU(), time.Now()
 	return nil
 }
 
@@ -90,7 +89,7 @@ func (e *Env) endWindow() (time.Duration, error) {
 		return 0, fmt.Errorf("reading the broker at the window's end: %w", err)
 	}
 	e.windowLength = time.Since(e.windowStart)
-	e.brokerCPU, e.genCPU, e.windowOpen = u.CPU-e.brokerCPU0, selfCPU()-e.genCPU0, false
+	e.brokerCPU, e.genCPU = u.CPU-e.brokerCPU0, selfCPU()-e.genCPU0
 	return e.windowLength, nil
 }
 
