@@ -22,7 +22,8 @@ func faninQ0(p Profile) Case {
 			{Key: "received_per_s", Label: "received", Unit: "msg/s", Better: HigherIsBetter},
 			{Key: "lost_pct", Label: "lost", Unit: "%", Better: LowerIsBetter},
 		},
-		run: runFanin,
+		Connections: p.FaninPublishers + 1,
+		run:         runFanin,
 	}
 }
 

@@ -25,7 +25,8 @@ func fanout(p Profile, qos uint8, subscribers int) Case {
 			{Key: "latency_p50_ms", Label: "delivery p50", Unit: "ms", Better: LowerIsBetter},
 			{Key: "latency_p99_ms", Label: "delivery p99", Unit: "ms", Better: LowerIsBetter},
 		},
-		run: func(ctx context.Context, e *Env) (Values, error) { return runFanout(ctx, e, qos, subscribers, rate) },
+		Connections: subscribers + 1,
+		run:         func(ctx context.Context, e *Env) (Values, error) { return runFanout(ctx, e, qos, subscribers, rate) },
 	}
 }
 

@@ -42,7 +42,10 @@ type Case struct {
 	Scenario string   `json:"scenario"`
 	Measures string   `json:"measures"` // one sentence: what the headline figure is
 	Metrics  []Metric `json:"metrics"`  // the first is the headline, the one the chart shows
-	run      func(ctx context.Context, e *Env) (Values, error)
+	// Connections is the most the case holds open at once, which the
+	// open-file limit must allow on each side.
+	Connections int `json:"connections"`
+	run         func(ctx context.Context, e *Env) (Values, error)
 }
 
 // The figures every run reports besides its own, measured by the runner.
