@@ -66,6 +66,9 @@ type session struct {
 	id      string
 	client  atomic.Pointer[clientRef]
 	filters map[string]subscription // guarded by the shard lock
+	// expiry is the Session Expiry Interval in force, seconds: 0 is a
+	// session that ends with its connection. Guarded by the shard lock.
+	expiry uint32
 	// expiry is the generation of the pending expiry timer; a reconnect or a
 	// newer disconnect makes an older timer do nothing.
 	gen uint64
@@ -115,8 +118,12 @@ func (b *Broker) Connect(c netloop.Client, req *netloop.ConnectRequest) (bool, c
 			old = ref.c
 		}
 	}
-	present := s != nil && !req.CleanStart
-	if s != nil && req.CleanStart {
+	// A session that ends with its connection ends at the takeover that
+	// closes that connection, so it is not there to resume (MQTT 5
+	// 3.1.2.11.2, Session Expiry 0).
+	bound := s != nil && old != nil && s.expiry == 0
+	present := s != nil && !req.CleanStart && !bound
+	if s != nil && (req.CleanStart || bound) {
 		b.dropFilters(s)
 		delete(sh.sessions, req.ClientID)
 		s = nil
@@ -126,6 +133,7 @@ func (b *Broker) Connect(c netloop.Client, req *netloop.ConnectRequest) (bool, c
 		sh.sessions[req.ClientID] = s
 	}
 	s.gen++
+	s.expiry = req.SessionExpiry
 	s.client.Store(&clientRef{c})
 	sh.mu.Unlock()
 	if old != nil {
@@ -153,6 +161,7 @@ func (b *Broker) Disconnected(c netloop.Client, sessionExpiry uint32, _ bool) {
 	}
 	s.client.Store(nil)
 	s.gen++
+	s.expiry = sessionExpiry
 	if sessionExpiry == 0 {
 		b.dropFilters(s)
 		delete(sh.sessions, id)

@@ -201,3 +201,18 @@ func TestSubscribeRefusals(t *testing.T) {
 		t.Fatalf("replacing a held filter: 0x%02x, want granted", byte(got))
 	}
 }
+
+func TestTakeoverOfAConnectionBoundSessionStartsAFreshOne(t *testing.T) {
+	b := newTestBroker(Options{})
+	old := &fakeClient{id: "bound"}
+	connect(b, old, true, 0)
+	subscribe(b, old, "t", netloop.SubscribeOptions{QoS: 1})
+	newer := &fakeClient{id: "bound"}
+	if connect(b, newer, false, 60) {
+		t.Fatal("Session Present 1 for a session that ended with the connection it took over")
+	}
+	pub(b, &fakeClient{id: "p"}, "t", "no", false)
+	if got := newer.payloads(); len(got) != 0 {
+		t.Fatalf("a filter of the ended session was served: %v", got)
+	}
+}
