@@ -15,6 +15,7 @@ import (
 	"log/slog"
 	"net/url"
 	"os"
+	"path/filepath"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -72,6 +73,7 @@ type Provider struct {
 
 	flushStop, flushDone chan struct{}
 	flushFailing         bool      // flusher goroutine only
+	walDirSynced         bool      // flusher goroutine only
 	lastCheckpoint       time.Time // flusher goroutine only
 
 	// shut is set once Close begins: reads are refused from then on, as
@@ -512,6 +514,13 @@ func (p *Provider) flushOnce() {
 		return
 	}
 	err := syncFile(p.opts.FilePath + "-wal")
+	if err == nil && !p.walDirSynced {
+		// The log's directory entry is made durable once, so a power cut
+		// cannot keep the log's bytes and lose the name that finds them.
+		if err = syncFile(filepath.Dir(p.opts.FilePath)); err == nil {
+			p.walDirSynced = true
+		}
+	}
 	if err == nil {
 		p.refreshBytesOnFlush()
 		p.checkpoint()
@@ -566,7 +575,11 @@ func (p *Provider) checkpoint() {
 }
 
 func syncFile(path string) error {
-	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	flag := os.O_RDWR
+	if info, err := os.Stat(path); err == nil && info.IsDir() {
+		flag = os.O_RDONLY
+	}
+	f, err := os.OpenFile(path, flag, 0)
 	if err != nil {
 		return err
 	}
