@@ -380,7 +380,8 @@ func (p *Provider) writeHook(c *sqlite3.SQLiteConn) error {
 }
 
 // refreshBytes reads the database's size from its header (PRAGMA
-// page_count): no table is scanned. Writer goroutine, or before it starts.
+// page_count) at open, before the writer starts; the flusher keeps it from
+// then on (refreshBytesOnFlush). No table is scanned.
 func (p *Provider) refreshBytes() error {
 	var pages int64
 	if err := p.wc.pageCount.QueryRowContext(context.Background()).Scan(&pages); err != nil {
