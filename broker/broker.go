@@ -437,26 +437,32 @@ func (b *Broker) storageFailed(what, clientID string, err error) {
 	b.log.Error("session store failed", "what", what, "client_id", clientID, "error", err)
 }
 
-// Publish routes p to the subscribers it reaches and answers its PUBACK code.
-func (b *Broker) Publish(c netloop.Client, p *codec.Publish) codec.ReasonCode {
+// Publish routes p to the subscribers it reaches and answers its PUBACK
+// code, with why for a refusal.
+func (b *Broker) Publish(c netloop.Client, p *codec.Publish) (codec.ReasonCode, string) {
 	if code, why := b.checkTopic(p.Topic); code != codec.Success {
-		b.log.Warn("publish refused", "client_id", c.ClientID(), "code", code.String(), "why", why)
-		return code
+		return b.refusePublish(c.ClientID(), code, why)
 	}
 	if err := codec.CheckPayloadFormat(p); err != nil {
-		b.log.Warn("publish refused", "client_id", c.ClientID(), "code", codec.PayloadFormatInvalid.String(), "why", err.Error())
-		return codec.PayloadFormatInvalid
+		return b.refusePublish(c.ClientID(), codec.PayloadFormatInvalid, "Payload Format Indicator says UTF-8 and the payload is not")
 	}
 	return b.route(c.ClientID(), p)
+}
+
+// refusePublish logs a refused publish, whatever its QoS (RFC 0002: every
+// refusal is logged, so one with no reply at all is still visible).
+func (b *Broker) refusePublish(clientID string, code codec.ReasonCode, why string) (codec.ReasonCode, string) {
+	b.log.Warn("publish refused", "client_id", clientID, "code", code.String(), "why", why)
+	return code, why
 }
 
 // route is the broadcast publish path every publisher takes - a client, a
 // Will: the retained store, then every subscriber the topic reaches, live
 // or, for a session that is away, through the broadcast log.
-func (b *Broker) route(publisher string, p *codec.Publish) codec.ReasonCode {
+func (b *Broker) route(publisher string, p *codec.Publish) (codec.ReasonCode, string) {
 	if p.Retain {
-		if code := b.retain(publisher, p); code != codec.Success {
-			return code
+		if code, why := b.retain(publisher, p); code != codec.Success {
+			return b.refusePublish(publisher, code, why)
 		}
 	}
 	var m *netloop.Message
@@ -482,7 +488,7 @@ func (b *Broker) route(publisher string, p *codec.Publish) codec.ReasonCode {
 		b.bcast.keep(publisher, p, away)
 	}
 	b.bcast.release(away)
-	return codec.Success
+	return codec.Success, ""
 }
 
 // checkTopic applies RFC 0002 "Publishing" to a topic name: 0x90 over
@@ -507,20 +513,22 @@ func (b *Broker) checkTopic(t []byte) (codec.ReasonCode, string) {
 
 // Subscribe grants one filter (the QoS asked for, at most 2), records it in
 // the session store before the SUBACK, and sends the retained messages it
-// matches.
-func (b *Broker) Subscribe(c netloop.Client, f []byte, o netloop.SubscribeOptions) codec.ReasonCode {
+// matches; a refusal comes with why.
+func (b *Broker) Subscribe(c netloop.Client, f []byte, o netloop.SubscribeOptions) (codec.ReasonCode, string) {
 	filter := string(f)
 	switch {
 	case topic.ValidateFilter(filter) != nil:
-		return codec.TopicFilterInvalid
+		return codec.TopicFilterInvalid, "not a topic filter: + and # take a whole level, # only the last"
 	case topic.Levels(filter) > b.opts.MaxTopicLevels:
-		return codec.TopicFilterInvalid
+		return codec.TopicFilterInvalid, "deeper than limits.max_topic_levels"
 	case strings.HasPrefix(filter, "$share/") || strings.HasPrefix(filter, "$SHARE/"):
-		return codec.SharedSubscriptionsNotSupported
+		return codec.SharedSubscriptionsNotSupported, "shared subscriptions are not served yet"
 	case strings.HasPrefix(filter, "$saguin/queue/"):
-		return codec.TopicFilterInvalid // no queue is configured to name
-	case strings.HasPrefix(filter, "$saguin/"), strings.HasPrefix(filter, "$SYS"):
-		return codec.NotAuthorized
+		return codec.TopicFilterInvalid, "names no queue"
+	case strings.HasPrefix(filter, "$saguin/"):
+		return codec.NotAuthorized, "nothing is delivered under $saguin/ but a queue's form and a seek reply"
+	case strings.HasPrefix(filter, "$SYS"):
+		return codec.NotAuthorized, "nothing is delivered under $SYS"
 	}
 	id := c.ClientID()
 	sh := b.shard(id)
@@ -528,13 +536,13 @@ func (b *Broker) Subscribe(c netloop.Client, f []byte, o netloop.SubscribeOption
 	s := sh.sessions[id]
 	if s == nil || s.client.Load() == nil || s.client.Load().c != c {
 		sh.mu.Unlock()
-		return codec.UnspecifiedError // taken over between packets
+		return codec.UnspecifiedError, "the session was taken over" // between packets
 	}
 	prev, existed := s.filters[filter]
 	if !existed && len(s.filters) >= b.opts.MaxSubscriptions {
 		sh.mu.Unlock()
 		b.log.Warn("subscription refused", "client_id", id, "code", codec.QuotaExceeded.String(), "why", "limits.max_subscriptions")
-		return codec.QuotaExceeded
+		return codec.QuotaExceeded, "past limits.max_subscriptions"
 	}
 	sub := subscription{qos: min(o.QoS, 2), noLocal: o.NoLocal, retainAsPublished: o.RetainAsPublished,
 		retainHandling: o.RetainHandling, id: o.SubscriptionID, logOffset: b.sessions.Log().Next()}
@@ -550,17 +558,17 @@ func (b *Broker) Subscribe(c netloop.Client, f []byte, o netloop.SubscribeOption
 		sh.mu.Unlock()
 		if store.IsFull(err) {
 			b.log.Warn("subscription refused", "client_id", id, "code", codec.QuotaExceeded.String(), "why", "the session store is full")
-			return codec.QuotaExceeded
+			return codec.QuotaExceeded, "the session store is full"
 		}
 		b.storageFailed("storing a subscription", id, err)
-		return codec.ImplementationSpecificError
+		return codec.ImplementationSpecificError, "the session store could not keep the subscription"
 	}
 	b.subs.add(filter, s, sub)
 	sh.mu.Unlock()
 	if o.RetainHandling == 0 || (o.RetainHandling == 1 && !existed) {
 		b.sendRetained(c, filter, sub)
 	}
-	return codec.ReasonCode(sub.qos)
+	return codec.ReasonCode(sub.qos), ""
 }
 
 // Unsubscribe removes one filter: 0x00, or 0x11 when the session held none.

@@ -50,7 +50,13 @@ func connect(b *Broker, c *fakeClient, clean bool, expiry uint32) bool {
 }
 
 func pub(b *Broker, from *fakeClient, topic, payload string, retain bool) codec.ReasonCode {
-	return b.Publish(from, &codec.Publish{QoS: 1, Topic: []byte(topic), Payload: []byte(payload), Retain: retain})
+	code, _ := b.Publish(from, &codec.Publish{QoS: 1, Topic: []byte(topic), Payload: []byte(payload), Retain: retain})
+	return code
+}
+
+func subscribe(b *Broker, c *fakeClient, filter string, o netloop.SubscribeOptions) codec.ReasonCode {
+	code, _ := b.Subscribe(c, []byte(filter), o)
+	return code
 }
 
 func TestTakeoverKicksTheOldConnectionWithSessionTakenOver(t *testing.T) {
@@ -68,13 +74,13 @@ func TestTheTakenOverConnectionsEndChangesNothing(t *testing.T) {
 	old, newer := &fakeClient{id: "x"}, &fakeClient{id: "x"}
 	connect(b, old, true, 0)
 	connect(b, newer, true, 0)
-	b.Subscribe(newer, []byte("t"), netloop.SubscribeOptions{QoS: 1})
+	subscribe(b, newer, "t", netloop.SubscribeOptions{QoS: 1})
 	b.Disconnected(old, 0, false) // arrives after the takeover
 	pub(b, &fakeClient{id: "p"}, "t", "still", false)
 	if got := newer.payloads(); len(got) != 1 {
 		t.Fatalf("the new connection lost its session to the old one's end: %v", got)
 	}
-	if code := b.Subscribe(old, []byte("u"), netloop.SubscribeOptions{}); code != codec.UnspecifiedError {
+	if code := subscribe(b, old, "u", netloop.SubscribeOptions{}); code != codec.UnspecifiedError {
 		t.Fatalf("the old connection changed the session: 0x%02x", byte(code))
 	}
 }
@@ -100,7 +106,7 @@ func TestReconnectInsideTheExpiryResumesTheSession(t *testing.T) {
 	b := newTestBroker(Options{})
 	c := &fakeClient{id: "back"}
 	connect(b, c, false, 60)
-	b.Subscribe(c, []byte("k/#"), netloop.SubscribeOptions{QoS: 1})
+	subscribe(b, c, "k/#", netloop.SubscribeOptions{QoS: 1})
 	b.Disconnected(c, 60, true)
 	again := &fakeClient{id: "back"}
 	if !connect(b, again, false, 60) {
@@ -116,7 +122,7 @@ func TestNoLocalWithholdsTheClientsOwnPublishes(t *testing.T) {
 	b := newTestBroker(Options{})
 	c := &fakeClient{id: "self"}
 	connect(b, c, true, 0)
-	b.Subscribe(c, []byte("echo"), netloop.SubscribeOptions{QoS: 1, NoLocal: true})
+	subscribe(b, c, "echo", netloop.SubscribeOptions{QoS: 1, NoLocal: true})
 	pub(b, c, "echo", "mine", false)
 	if got := c.payloads(); len(got) != 0 {
 		t.Fatalf("own publish delivered under No Local: %v", got)
@@ -129,14 +135,14 @@ func TestRetainedMessageIsSentOnSubscribeAndDeletedByAnEmptyPayload(t *testing.T
 	pub(b, p, "r/1", "state", true)
 	s := &fakeClient{id: "s"}
 	connect(b, s, true, 0)
-	b.Subscribe(s, []byte("r/#"), netloop.SubscribeOptions{QoS: 1})
+	subscribe(b, s, "r/#", netloop.SubscribeOptions{QoS: 1})
 	if got := s.payloads(); len(got) != 1 || got[0] != "state" || !s.retains[0] {
 		t.Fatalf("got %v retain %v, want the retained value with RETAIN", got, s.retains)
 	}
 	pub(b, p, "r/1", "", true)
 	late := &fakeClient{id: "late"}
 	connect(b, late, true, 0)
-	b.Subscribe(late, []byte("r/#"), netloop.SubscribeOptions{QoS: 1})
+	subscribe(b, late, "r/#", netloop.SubscribeOptions{QoS: 1})
 	if got := late.payloads(); len(got) != 0 {
 		t.Fatalf("a deleted retained value was sent: %v", got)
 	}
@@ -183,15 +189,30 @@ func TestSubscribeRefusals(t *testing.T) {
 		"$SYS/#":          codec.NotAuthorized,
 		"$share/g/a":      codec.SharedSubscriptionsNotSupported,
 	} {
-		if got := b.Subscribe(c, []byte(filter), netloop.SubscribeOptions{QoS: 1}); got != want {
+		if got := subscribe(b, c, filter, netloop.SubscribeOptions{QoS: 1}); got != want {
 			t.Errorf("%s: 0x%02x, want 0x%02x", filter, byte(got), byte(want))
 		}
 	}
-	b.Subscribe(c, []byte("x"), netloop.SubscribeOptions{})
-	if got := b.Subscribe(c, []byte("y"), netloop.SubscribeOptions{}); got != codec.QuotaExceeded {
+	subscribe(b, c, "x", netloop.SubscribeOptions{})
+	if got := subscribe(b, c, "y", netloop.SubscribeOptions{}); got != codec.QuotaExceeded {
 		t.Fatalf("a third filter past max_subscriptions 2: 0x%02x, want 0x97", byte(got))
 	}
-	if got := b.Subscribe(c, []byte("x"), netloop.SubscribeOptions{QoS: 2}); got != codec.GrantedQoS2 {
+	if got := subscribe(b, c, "x", netloop.SubscribeOptions{QoS: 2}); got != codec.GrantedQoS2 {
 		t.Fatalf("replacing a held filter: 0x%02x, want granted", byte(got))
+	}
+}
+
+func TestTakeoverOfAConnectionBoundSessionStartsAFreshOne(t *testing.T) {
+	b := newTestBroker(Options{})
+	old := &fakeClient{id: "bound"}
+	connect(b, old, true, 0)
+	subscribe(b, old, "t", netloop.SubscribeOptions{QoS: 1})
+	newer := &fakeClient{id: "bound"}
+	if connect(b, newer, false, 60) {
+		t.Fatal("Session Present 1 for a session that ended with the connection it took over")
+	}
+	pub(b, &fakeClient{id: "p"}, "t", "no", false)
+	if got := newer.payloads(); len(got) != 0 {
+		t.Fatalf("a filter of the ended session was served: %v", got)
 	}
 }

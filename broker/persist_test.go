@@ -108,7 +108,8 @@ func connectAs(t *testing.T, b *Broker, c netloop.Client, clean bool, expiry uin
 }
 
 func publish(b *Broker, from, topic, payload string, qos byte, retain bool) codec.ReasonCode {
-	return b.Publish(&ackClient{id: from}, &codec.Publish{QoS: qos, Topic: []byte(topic), Payload: []byte(payload), Retain: retain})
+	code, _ := b.Publish(&ackClient{id: from}, &codec.Publish{QoS: qos, Topic: []byte(topic), Payload: []byte(payload), Retain: retain})
+	return code
 }
 
 func TestSessionIsPresentAfterARestartOnTheSameStore(t *testing.T) {
@@ -331,7 +332,7 @@ func TestSubscribeIntoAFullSessionStoreIsQuotaExceeded(t *testing.T) {
 	c := &ackClient{id: "first"}
 	connectAs(t, b, c, true, 60, nil)
 	b.Subscribe(c, []byte("a"), netloop.SubscribeOptions{QoS: 1})
-	if code := b.Subscribe(c, []byte("b/c/d"), netloop.SubscribeOptions{QoS: 1}); code != codec.QuotaExceeded {
+	if code, _ := b.Subscribe(c, []byte("b/c/d"), netloop.SubscribeOptions{QoS: 1}); code != codec.QuotaExceeded {
 		t.Fatalf("SUBSCRIBE past the store's room answered 0x%02x, want 0x97", byte(code))
 	}
 	publish(b, "p", "b/c/d", "x", 0, false)

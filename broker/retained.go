@@ -11,7 +11,7 @@ import (
 // retained store (broker.retained), or deletes the value for an empty
 // payload. A store with no room refuses 0x97 and keeps what it had; any
 // other failure is 0x83 (notes-0003 "Retained messages").
-func (b *Broker) retain(publisher string, p *codec.Publish) codec.ReasonCode {
+func (b *Broker) retain(publisher string, p *codec.Publish) (codec.ReasonCode, string) {
 	var err error
 	if len(p.Payload) == 0 {
 		_, err = b.retained.Delete(string(p.Topic))
@@ -20,14 +20,13 @@ func (b *Broker) retain(publisher string, p *codec.Publish) codec.ReasonCode {
 	}
 	switch {
 	case err == nil:
-		return codec.Success
+		return codec.Success, ""
 	case store.IsFull(err):
-		b.log.Warn("publish refused", "client_id", publisher, "code", codec.QuotaExceeded.String(), "why", "the retained store's provider is full")
-		return codec.QuotaExceeded
+		return codec.QuotaExceeded, "the retained store is full"
 	default:
 		b.counters.StorageErrors.Add(1)
 		b.log.Error("retained store failed", "client_id", publisher, "topic", string(p.Topic), "error", err)
-		return codec.ImplementationSpecificError
+		return codec.ImplementationSpecificError, "the retained store could not keep the value"
 	}
 }
 

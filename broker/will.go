@@ -63,8 +63,8 @@ func (b *Broker) publishWill(clientID string, w *store.Will) {
 		b.log.Warn("Will not published", "client_id", clientID, "code", code.String(), "why", why)
 		return
 	}
-	if code := b.route(clientID, &p); code != codec.Success {
-		b.log.Warn("Will not published", "client_id", clientID, "code", code.String())
+	if code, why := b.route(clientID, &p); code != codec.Success {
+		b.log.Warn("Will not published", "client_id", clientID, "code", code.String(), "why", why)
 		return
 	}
 	b.counters.WillsPublished.Add(1)

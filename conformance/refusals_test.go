@@ -108,3 +108,26 @@ func TestUnsubscribeStopsDeliveryAndAnswersEachFilter(t *testing.T) {
 		t.Fatalf("got %s after UNSUBSCRIBE, want nothing but PINGRESP", h.Type)
 	}
 }
+
+func TestRefusalCarriesAReasonStringUnlessTheClientAskedNotTo(t *testing.T) {
+	addr := target(t)
+	for _, quiet := range []bool{false, true} {
+		c := dialRaw(t, addr, codec.Version5)
+		c.mustConnect("why", func(p *codec.Connect) {
+			if quiet {
+				p.Properties.RequestProblemInfo = 0
+				p.Properties.Present.Set(codec.PropRequestProblemInfo)
+			}
+		})
+		c.publish("$SYS/x", []byte("x"), 1, 1)
+		h, body := c.read()
+		var a codec.Ack
+		if err := a.Decode(h, body, codec.Version5); err != nil {
+			t.Fatal(err)
+		}
+		has := a.Properties.Present.Has(codec.PropReasonString)
+		if has == quiet {
+			t.Fatalf("Request Problem Information 0 = %v: Reason String present %v (%q)", quiet, has, a.Properties.ReasonString)
+		}
+	}
+}

@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -90,13 +89,6 @@ func startStored(t *testing.T, dir, kind string) *brokerProc {
 		b.addr = m[2]
 	}
 	return b
-}
-
-// kill9 ends the broker as a crash would.
-func (b *brokerProc) kill9() {
-	b.t.Helper()
-	b.signal(syscall.SIGKILL)
-	<-b.done
 }
 
 // persistent is a CONNECT that resumes and asks its session to outlive it.

@@ -72,9 +72,11 @@ type Conn struct {
 	heldQoS2      map[uint16]struct{} // the client's QoS 2 publishes not yet released
 	handed        int64               // bytes ever handed to the transport
 	lastTaken     int64
-	attached      bool // the handler knows this connection
-	aborting      bool // the end discards what waits (write_timeout)
-	lingering     bool // the end drains the client's input (a refusal, a bad packet)
+	attached      bool   // the handler knows this connection
+	aborting      bool   // the end discards what waits (write_timeout)
+	lingering     bool   // the end drains the client's input (a refusal, a bad packet)
+	endWhy        string // the Reason String of the DISCONNECT that ends it
+	noProblemInfo bool   // the client sent Request Problem Information 0
 	closed        bool
 }
 
@@ -301,7 +303,9 @@ func (c *Conn) end(reason codec.ReasonCode, send, graceful bool) {
 		sc := scratchPool.Get().(*scratch)
 		sc.disc.ReasonCode = reason
 		sc.disc.Properties.Reset()
+		c.reasonString(&sc.disc.Properties, reason, c.endWhy, true)
 		sc.out = sc.disc.Append(sc.out, codec.Version5)
+		sc.disc.Properties.Reset()
 		c.flushScratch(sc)
 		scratchPool.Put(sc)
 	}

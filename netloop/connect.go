@@ -135,6 +135,7 @@ func (c *Conn) onConnect(h codec.Header, body []byte, sc *scratch) {
 
 	c.clientRecvMax = 65535
 	if v == codec.Version5 {
+		c.noProblemInfo = cp.Properties.Present.Has(codec.PropRequestProblemInfo) && cp.Properties.RequestProblemInfo == 0
 		if cp.Properties.Present.Has(codec.PropReceiveMaximum) {
 			c.clientRecvMax = int(cp.Properties.ReceiveMaximum)
 		}
@@ -275,7 +276,9 @@ func (c *Conn) refuse(v byte, code codec.ReasonCode, sc *scratch, why string) {
 	ack.SessionPresent = false
 	ack.ReasonCode = code
 	ack.Properties.Reset()
+	c.reasonString(&ack.Properties, code, why, true)
 	sc.out = ack.Append(sc.out, v)
+	ack.Properties.Reset()
 	c.flushScratch(sc)
 	c.logWarn("connection refused", "protocol", protocolName(v), "code", "0x"+strings.ToUpper(hex2(byte(code))), "why", why)
 	c.finish()

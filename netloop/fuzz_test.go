@@ -25,10 +25,10 @@ func (f *fakeTransport) RemoteAddr() string { return "fuzz" }
 // acceptAll is a Handler that admits and grants everything.
 type acceptAll struct{}
 
-func (acceptAll) Connect(Client, *ConnectRequest) (bool, codec.ReasonCode) { return false, 0 }
-func (acceptAll) Publish(Client, *codec.Publish) codec.ReasonCode          { return 0 }
-func (acceptAll) Subscribe(_ Client, _ []byte, o SubscribeOptions) codec.ReasonCode {
-	return codec.ReasonCode(o.QoS)
+func (acceptAll) Connect(Client, *ConnectRequest) (bool, codec.ReasonCode)  { return false, 0 }
+func (acceptAll) Publish(Client, *codec.Publish) (codec.ReasonCode, string) { return 0, "" }
+func (acceptAll) Subscribe(_ Client, _ []byte, o SubscribeOptions) (codec.ReasonCode, string) {
+	return codec.ReasonCode(o.QoS), ""
 }
 func (acceptAll) Unsubscribe(Client, []byte) codec.ReasonCode { return 0 }
 func (acceptAll) Disconnected(Client, uint32, bool)           {}

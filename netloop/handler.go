@@ -15,11 +15,13 @@ type Handler interface {
 	Connect(c Client, req *ConnectRequest) (sessionPresent bool, code codec.ReasonCode)
 
 	// Publish routes one inbound PUBLISH (its topic alias already resolved)
-	// and returns the reason code its PUBACK carries (QoS 1); QoS 0 ignores it.
-	Publish(c Client, p *codec.Publish) codec.ReasonCode
+	// and returns the reason code its PUBACK or PUBREC carries, with the
+	// Reason String saying why when it is a refusal; QoS 0 ignores both.
+	Publish(c Client, p *codec.Publish) (codec.ReasonCode, string)
 
-	// Subscribe answers one filter of a SUBSCRIBE; the code is the SUBACK's.
-	Subscribe(c Client, filter []byte, opts SubscribeOptions) codec.ReasonCode
+	// Subscribe answers one filter of a SUBSCRIBE: the SUBACK's code, and
+	// why when it is a refusal.
+	Subscribe(c Client, filter []byte, opts SubscribeOptions) (codec.ReasonCode, string)
 
 	// Unsubscribe answers one filter of an UNSUBSCRIBE; the code is the
 	// UNSUBACK's (MQTT 5).

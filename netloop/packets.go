@@ -1,6 +1,8 @@
 package netloop
 
 import (
+	"strings"
+
 	"saguin/codec"
 	"saguin/codec/topic"
 )
@@ -57,6 +59,7 @@ func (c *Conn) protocolFault(err error, sc *scratch) {
 	c.logWarn("disconnected: protocol violation", "code", "0x"+hex2(byte(code)), "rule", rule)
 	c.flushScratch(sc) // answers already decided go first, in order
 	c.lingering = true
+	c.endWhy = rule
 	c.end(code, true, false)
 }
 
@@ -94,7 +97,7 @@ func (c *Conn) onPublish(h codec.Header, body []byte, sc *scratch) {
 	case 0:
 		c.srv.opts.Handler.Publish(c, p)
 	case 1:
-		code := c.srv.opts.Handler.Publish(c, p)
+		code, why := c.srv.opts.Handler.Publish(c, p)
 		if code.IsError() && v != codec.Version5 {
 			// 3.1.1's PUBACK has no code: a refusal closes the connection
 			// rather than acknowledging a discarded record (RFC 0002).
@@ -103,7 +106,7 @@ func (c *Conn) onPublish(h codec.Header, body []byte, sc *scratch) {
 			c.end(0, false, false)
 			return
 		}
-		c.appendAck(sc, codec.TypePuback, p.PacketID, code)
+		c.appendAckWhy(sc, codec.TypePuback, p.PacketID, code, why)
 	case 2:
 		if _, held := c.heldQoS2[p.PacketID]; held {
 			// A resent PUBLISH of an exchange already owned: answer again,
@@ -115,7 +118,7 @@ func (c *Conn) onPublish(h codec.Header, body []byte, sc *scratch) {
 			c.protocolFault(&codec.Error{Code: codec.ReceiveMaximumExceeded, Rule: "more QoS 2 exchanges unfinished than the Receive Maximum the CONNACK gave (MQTT-3.3.4-7)"}, sc)
 			return
 		}
-		code := c.srv.opts.Handler.Publish(c, p)
+		code, why := c.srv.opts.Handler.Publish(c, p)
 		if code.IsError() {
 			if v != codec.Version5 {
 				c.logWarn("closed: a 3.1.1 publish was refused", "code", "0x"+hex2(byte(code)), "topic", string(p.Topic))
@@ -123,7 +126,7 @@ func (c *Conn) onPublish(h codec.Header, body []byte, sc *scratch) {
 				c.end(0, false, false)
 				return
 			}
-			c.appendAck(sc, codec.TypePubrec, p.PacketID, code)
+			c.appendAckWhy(sc, codec.TypePubrec, p.PacketID, code, why)
 			return
 		}
 		if c.heldQoS2 == nil {
@@ -193,10 +196,39 @@ func (c *Conn) reportAcked(f inflight) {
 }
 
 func (c *Conn) appendAck(sc *scratch, t codec.Type, id uint16, code codec.ReasonCode) {
+	c.appendAckWhy(sc, t, id, code, "")
+}
+
+// appendAckWhy is appendAck with a Reason String for a refusal.
+func (c *Conn) appendAckWhy(sc *scratch, t codec.Type, id uint16, code codec.ReasonCode, why string) {
 	a := &sc.ack
 	a.Type, a.PacketID, a.ReasonCode = t, id, code
 	a.Properties.Reset()
+	c.reasonString(&a.Properties, code, why, false)
 	sc.out = a.Append(sc.out, c.Version())
+	a.Properties.Reset()
+}
+
+// reasonString puts why on an MQTT 5 refusal: always on a CONNACK or
+// DISCONNECT (final), elsewhere only to a client that did not send Request
+// Problem Information 0, and never where it would take the packet past the
+// client's Maximum Packet Size (a reason string is at most 256 bytes here,
+// and left off when that maximum is under 512).
+func (c *Conn) reasonString(p *codec.Properties, code codec.ReasonCode, why string, final bool) {
+	if why == "" || !code.IsError() || c.Version() != codec.Version5 {
+		return
+	}
+	if !final && c.noProblemInfo {
+		return
+	}
+	if c.clientMaxPkt != 0 && c.clientMaxPkt < 512 {
+		return
+	}
+	if len(why) > 256 {
+		why = why[:256]
+	}
+	p.ReasonString = append(p.ReasonString[:0], why...)
+	p.Present.Set(codec.PropReasonString)
 }
 
 // onSubscribe answers each filter with the handler's code; a 3.1.1 client
@@ -208,6 +240,7 @@ func (c *Conn) onSubscribe(h codec.Header, body []byte, sc *scratch) {
 		c.protocolFault(err, sc)
 		return
 	}
+	var refused []string
 	var subID uint32
 	if ids := s.Properties.SubscriptionIDs; len(ids) > 0 {
 		subID = ids[0]
@@ -222,16 +255,23 @@ func (c *Conn) onSubscribe(h codec.Header, body []byte, sc *scratch) {
 			c.protocolFault(&codec.Error{Code: codec.TopicFilterInvalid, Rule: "a 3.1.1 SUBSCRIBE carries a malformed filter (MQTT-4.7.1-1, -2)"}, sc)
 			return
 		}
-		code := c.srv.opts.Handler.Subscribe(c, f.Filter, SubscribeOptions{
+		code, why := c.srv.opts.Handler.Subscribe(c, f.Filter, SubscribeOptions{
 			QoS: f.QoS, NoLocal: f.NoLocal, RetainAsPublished: f.RetainAsPublished, RetainHandling: f.RetainHandling,
 			SubscriptionID: subID,
 		})
+		if code.IsError() && why != "" {
+			refused = append(refused, string(f.Filter)+": "+why)
+		}
 		if v != codec.Version5 && code.IsError() {
 			code = codec.SubackFailure311
 		}
 		sa.ReasonCodes = append(sa.ReasonCodes, code)
 	}
+	if len(refused) > 0 {
+		c.reasonString(&sa.Properties, codec.UnspecifiedError, strings.Join(refused, "; "), false)
+	}
 	sc.out = sa.Append(sc.out, v)
+	sa.Properties.Reset()
 }
 
 func (c *Conn) onUnsubscribe(h codec.Header, body []byte, sc *scratch) {

@@ -168,9 +168,6 @@ func (c *Conn) readPacket(buf []byte) (codec.Header, []byte, error) {
 	}
 }
 
-// ReceiveMaximum is the window the broker granted for QoS 1 publishes.
-func (c *Conn) ReceiveMaximum() uint16 { return c.receiveMaximum }
-
 // Subscribe subscribes to filter at qos and waits for the SUBACK. It is
 // called before Start, while nothing else reads the connection.
 func (c *Conn) Subscribe(filter string, qos uint8) error {

@@ -19,7 +19,8 @@ func idleConns(n int) Case {
 			{Key: "connects_per_s", Label: "connect rate", Unit: "/s", Better: HigherIsBetter},
 			{Key: "rss_idle_mib", Label: "RSS holding them", Unit: "MiB", Better: LowerIsBetter},
 		},
-		run: func(ctx context.Context, e *Env) (Values, error) { return runConns(ctx, e, n) },
+		Connections: n,
+		run:         func(ctx context.Context, e *Env) (Values, error) { return runConns(ctx, e, n) },
 	}
 }
 

@@ -22,7 +22,8 @@ func faninQ0(p Profile) Case {
 			{Key: "received_per_s", Label: "received", Unit: "msg/s", Better: HigherIsBetter},
 			{Key: "lost_pct", Label: "lost", Unit: "%", Better: LowerIsBetter},
 		},
-		run: runFanin,
+		Connections: p.FaninPublishers + 1,
+		run:         runFanin,
 	}
 }
 
@@ -86,6 +87,9 @@ func runFanin(ctx context.Context, e *Env) (Values, error) {
 	}
 	sent := uint64(flow.sent.Load())
 	got := drain(ctx, func() uint64 { return uint64(flow.got.Load()) }, sent, p.DrainTimeout)
+	if got > sent {
+		return nil, fmt.Errorf("%d deliveries of %d publishes: the broker duplicated QoS 0 messages", got, sent)
+	}
 	v["lost_pct"] = 100 * float64(sent-min(got, sent)) / float64(max(sent, 1))
 	if err := firstError(append(pubs, sub)); err != nil {
 		return nil, err

@@ -25,7 +25,8 @@ func fanout(p Profile, qos uint8, subscribers int) Case {
 			{Key: "latency_p50_ms", Label: "delivery p50", Unit: "ms", Better: LowerIsBetter},
 			{Key: "latency_p99_ms", Label: "delivery p99", Unit: "ms", Better: LowerIsBetter},
 		},
-		run: func(ctx context.Context, e *Env) (Values, error) { return runFanout(ctx, e, qos, subscribers, rate) },
+		Connections: subscribers + 1,
+		run:         func(ctx context.Context, e *Env) (Values, error) { return runFanout(ctx, e, qos, subscribers, rate) },
 	}
 }
 
@@ -96,6 +97,9 @@ func runFanout(ctx context.Context, e *Env, qos uint8, n, rate int) (Values, err
 	}
 	want := published * uint64(n)
 	got := drain(ctx, delivered, want, e.Profile.DrainTimeout)
+	if got > want {
+		return nil, fmt.Errorf("%d deliveries of %d publishes to %d subscribers: more than one copy each", got, published, n)
+	}
 	v["arrived_pct"] = 100 * float64(min(got, want)) / float64(max(want, 1))
 	if err := firstError(append(subs, pub)); err != nil {
 		return nil, err

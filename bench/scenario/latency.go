@@ -23,7 +23,8 @@ func latencyQ1(p Profile) Case {
 			{Key: "p999_ms", Label: "p99.9", Unit: "ms", Better: LowerIsBetter},
 			{Key: "samples", Label: "samples", Unit: "", Better: HigherIsBetter},
 		},
-		run: runLatency,
+		Connections: 2,
+		run:         runLatency,
 	}
 }
 

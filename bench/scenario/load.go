@@ -71,12 +71,15 @@ func (c *credit) take(ctx context.Context, n int64) error {
 	}
 }
 
-// delivered counts one arrival and wakes the publishers if any wait. A
-// waiting flag left set by a publisher that timed out costs one spurious
-// wake, never a missed one.
+// delivered counts one arrival and, once what is outstanding has fallen to
+// three quarters of the window, wakes the publishers waiting for room. Waking
+// them on every arrival would have them wake, find room for less than a
+// batch, and wait again, a message at a time; the low-water mark lets them
+// refill in batches. A waiting flag left set by a publisher that timed out
+// costs one spurious wake, never a missed one.
 func (c *credit) delivered() {
-	c.got.Add(1)
-	if c.waiting.Load() {
+	got := c.got.Add(1)
+	if c.waiting.Load() && c.sent.Load()-got-c.written.Load() <= c.window*3/4 {
 		c.mu.Lock()
 		if c.waiting.Swap(false) {
 			close(c.wake)

@@ -22,7 +22,8 @@ func pubQ1(conns int) Case {
 			{Key: "rtt_p50_ms", Label: "round trip p50", Unit: "ms", Better: LowerIsBetter},
 			{Key: "rtt_p99_ms", Label: "round trip p99", Unit: "ms", Better: LowerIsBetter},
 		},
-		run: func(ctx context.Context, e *Env) (Values, error) { return runPubQ1(ctx, e, conns) },
+		Connections: conns,
+		run:         func(ctx context.Context, e *Env) (Values, error) { return runPubQ1(ctx, e, conns) },
 	}
 }
 

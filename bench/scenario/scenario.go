@@ -42,7 +42,10 @@ type Case struct {
 	Scenario string   `json:"scenario"`
 	Measures string   `json:"measures"` // one sentence: what the headline figure is
 	Metrics  []Metric `json:"metrics"`  // the first is the headline, the one the chart shows
-	run      func(ctx context.Context, e *Env) (Values, error)
+	// Connections is the most the case holds open at once, which the
+	// open-file limit must allow on each side.
+	Connections int `json:"connections"`
+	run         func(ctx context.Context, e *Env) (Values, error)
 }
 
 // The figures every run reports besides its own, measured by the runner.
@@ -63,7 +66,6 @@ type Env struct {
 	Pid     int    // the broker's process, for /proc
 	Profile Profile
 
-	windowOpen   bool
 	windowStart  time.Time
 	brokerCPU0   time.Duration
 	genCPU0      time.Duration
@@ -79,7 +81,7 @@ func (e *Env) beginWindow() error {
 	if err != nil {
 		return fmt.Errorf("reading the broker at the window's start: %w", err)
 	}
-	e.brokerCPU0, e.genCPU0, e.windowStart, e.windowOpen = u.CPU, selfCPU(), time.Now(), true
+	e.brokerCPU0, e.genCPU0, e.windowStart = u.CPU, selfCPU(), time.Now()
 	return nil
 }
 
@@ -90,7 +92,7 @@ func (e *Env) endWindow() (time.Duration, error) {
 		return 0, fmt.Errorf("reading the broker at the window's end: %w", err)
 	}
 	e.windowLength = time.Since(e.windowStart)
-	e.brokerCPU, e.genCPU, e.windowOpen = u.CPU-e.brokerCPU0, selfCPU()-e.genCPU0, false
+	e.brokerCPU, e.genCPU = u.CPU-e.brokerCPU0, selfCPU()-e.genCPU0
 	return e.windowLength, nil
 }
 

@@ -10,27 +10,37 @@ import (
 )
 
 func TestCreditHoldsPublishersWithinTheWindow(t *testing.T) {
-	c := newCredit(10, time.Hour)
+	c := newCredit(8, time.Hour)
 	ctx := context.Background()
-	if err := c.take(ctx, 5); err != nil {
-		t.Fatal(err)
-	}
-	if err := c.take(ctx, 5); err != nil {
-		t.Fatal(err)
+	for range 2 {
+		if err := c.take(ctx, 4); err != nil {
+			t.Fatal(err)
+		}
 	}
 	got := make(chan error, 1)
-	go func() { got <- c.take(ctx, 1) }()
+	go func() { got <- c.take(ctx, 4) }()
+	deadline := time.Now().Add(10 * time.Second)
+	for !c.waiting.Load() {
+		if time.Now().After(deadline) {
+			t.Fatal("a publisher went past a full window instead of waiting")
+		}
+		time.Sleep(time.Millisecond)
+	}
 	select {
 	case err := <-got:
 		t.Fatalf("a publisher went past a full window (%v)", err)
 	default:
 	}
-	c.delivered()
+	// The publisher is woken from the low-water mark (6 outstanding) on, and
+	// goes once there is room for its whole batch: after the fourth arrival.
+	for range 4 {
+		c.delivered()
+	}
 	if err := <-got; err != nil {
 		t.Fatal(err)
 	}
-	if out := c.sent.Load() - c.got.Load(); out != 10 {
-		t.Fatalf("%d outstanding, want the window, 10", out)
+	if out := c.sent.Load() - c.got.Load(); out != 8 {
+		t.Fatalf("%d outstanding, want the window, 8", out)
 	}
 }
 

@@ -24,7 +24,8 @@ func slowSubscriber(p Profile) Case {
 			{Key: "rss_deaf_end_mib", Label: "RSS at the window's end", Unit: "MiB", Better: LowerIsBetter},
 			{Key: "deaf_connected", Label: "deaf subscriber still connected (1 yes, 0 no)", Unit: "", Better: HigherIsBetter},
 		},
-		run: runSlow,
+		Connections: 2,
+		run:         runSlow,
 	}
 }
 

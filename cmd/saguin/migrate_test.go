@@ -291,3 +291,32 @@ func TestMigrationOfADatabaseOfAnotherSchemaVersionIsRefused(t *testing.T) {
 		t.Fatalf("exit %d %q", code, errs)
 	}
 }
+
+func TestSQLiteToSnapshotsLeavesACrashedDatabaseAndItsLogUntouched(t *testing.T) {
+	dir := t.TempDir()
+	db := filepath.Join(dir, "saguin.db")
+	sp := sqliteProvider(t, db)
+	fill(t, sp)
+	// A broker killed without a stop leaves its commits in the log: copy the
+	// pair as it stands while the provider is open, as a crash would leave it.
+	crashed := filepath.Join(t.TempDir(), "crashed.db")
+	for _, suffix := range []string{"", "-wal"} {
+		b, err := os.ReadFile(db + suffix)
+		if err != nil {
+			t.Fatal(err)
+		}
+		os.WriteFile(crashed+suffix, b, 0o600)
+	}
+	sp.Close()
+	before := digest(t, crashed, crashed+"-wal")
+	snap := filepath.Join(t.TempDir(), "snapshots")
+	if code, out, errs := migrate(t, "--sqlite-to-snapshots", crashed, snap); code != 0 {
+		t.Fatalf("exit %d: %s%s", code, out, errs)
+	}
+	if digest(t, crashed, crashed+"-wal") != before {
+		t.Fatal("the source database or its log was modified")
+	}
+	mp := memoryProvider(t, snap)
+	defer mp.Close()
+	check(t, mp)
+}

@@ -25,6 +25,22 @@ const shutdownGrace = 10 * time.Second
 
 func init() { registerMode("--config", runServe) }
 
+// service is something the broker runs beside its MQTT doors - the
+// operations listener, bridges - registered from its own file so that
+// wiring one in never means editing this one.
+type service struct {
+	name string
+	// start runs the service; the returned stop ends it at shutdown.
+	start func(cfg *config.Config, b *broker.Broker, log *slog.Logger) (stop func(context.Context) error, err error)
+}
+
+var services []service
+
+// registerService adds a service. Called from init functions only.
+func registerService(name string, start func(*config.Config, *broker.Broker, *slog.Logger) (func(context.Context) error, error)) {
+	services = append(services, service{name: name, start: start})
+}
+
 // runServe runs the broker: load the configuration, install the signal
 // handlers, write the pid file, open the doors, and serve until SIGTERM or
 // SIGINT stops it gracefully.
@@ -87,6 +103,16 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 		log.Error("cannot open the MQTT doors", "error", err)
 		return 1
 	}
+	var stops []func(context.Context) error
+	for _, svc := range services {
+		stop, err := svc.start(cfg, b, log)
+		if err != nil {
+			log.Error("cannot start "+svc.name, "error", err)
+			srv.Shutdown(context.Background())
+			return 1
+		}
+		stops = append(stops, stop)
+	}
 	log.Info("broker started", "config", cfg.File, "pid", os.Getpid())
 
 	for sig := range sigs {
@@ -99,10 +125,20 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
 	defer cancel()
+	code := 0
 	b.Stop()
 	if err := srv.Shutdown(ctx); err != nil {
 		log.Error("shutdown did not finish cleanly", "error", err)
-		return 1
+		code = 1
+	}
+	for i := len(stops) - 1; i >= 0; i-- {
+		if err := stops[i](ctx); err != nil {
+			log.Error("stopping "+services[i].name+" did not finish cleanly", "error", err)
+			code = 1
+		}
+	}
+	if code != 0 {
+		return code
 	}
 	log.Info("broker stopped")
 	return 0

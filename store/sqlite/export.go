@@ -40,7 +40,7 @@ type Channel struct {
 
 // Exporter reads channels out of a stopped provider's database without
 // changing it: nothing a starting broker would do (dropping expired
-// positions) is done, and the connection is query-only.
+// positions) is done, and the connection is read-only.
 type Exporter struct {
 	path string
 	lock *lockfile.Lock
@@ -59,7 +59,11 @@ func OpenExport(path string) (*Exporter, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Read-only at the file level, not just query_only: a read-write
+	// connection closing last would checkpoint the log into the main file
+	// and delete it, which is a change to the source.
 	q := url.Values{}
+	q.Set("mode", "ro")
 	q.Set("_query_only", "1")
 	q.Set("_busy_timeout", "5000")
 	db := sql.OpenDB(&connector{dsn: dsn(path, q)})

@@ -15,6 +15,7 @@ import (
 	"log/slog"
 	"net/url"
 	"os"
+	"path/filepath"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -72,6 +73,7 @@ type Provider struct {
 
 	flushStop, flushDone chan struct{}
 	flushFailing         bool      // flusher goroutine only
+	walDirSynced         bool      // flusher goroutine only
 	lastCheckpoint       time.Time // flusher goroutine only
 
 	// shut is set once Close begins: reads are refused from then on, as
@@ -378,7 +380,8 @@ func (p *Provider) writeHook(c *sqlite3.SQLiteConn) error {
 }
 
 // refreshBytes reads the database's size from its header (PRAGMA
-// page_count): no table is scanned. Writer goroutine, or before it starts.
+// page_count) at open, before the writer starts; the flusher keeps it from
+// then on (refreshBytesOnFlush). No table is scanned.
 func (p *Provider) refreshBytes() error {
 	var pages int64
 	if err := p.wc.pageCount.QueryRowContext(context.Background()).Scan(&pages); err != nil {
@@ -512,6 +515,13 @@ func (p *Provider) flushOnce() {
 		return
 	}
 	err := syncFile(p.opts.FilePath + "-wal")
+	if err == nil && !p.walDirSynced {
+		// The log's directory entry is made durable once, so a power cut
+		// cannot keep the log's bytes and lose the name that finds them.
+		if err = syncFile(filepath.Dir(p.opts.FilePath)); err == nil {
+			p.walDirSynced = true
+		}
+	}
 	if err == nil {
 		p.refreshBytesOnFlush()
 		p.checkpoint()
@@ -566,7 +576,11 @@ func (p *Provider) checkpoint() {
 }
 
 func syncFile(path string) error {
-	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	flag := os.O_RDWR
+	if info, err := os.Stat(path); err == nil && info.IsDir() {
+		flag = os.O_RDONLY
+	}
+	f, err := os.OpenFile(path, flag, 0)
 	if err != nil {
 		return err
 	}

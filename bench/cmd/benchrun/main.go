@@ -65,8 +65,13 @@ func run(args []string, stdout, stderr io.Writer) int {
 
 	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer cancel()
-	if _, err := peer.RaiseFileLimit(); err != nil {
+	limit, err := peer.RaiseFileLimit()
+	if err != nil {
 		fmt.Fprintln(stderr, "benchrun: warning:", err)
+	}
+	// Each idle connection is a descriptor on both sides, generator and broker.
+	if need := uint64(mostConns(cases)) + 256; err == nil && limit < need {
+		fmt.Fprintf(stderr, "benchrun: warning: the open-file limit is %d and the conns cases need about %d: raise `ulimit -Hn` or they fail\n", limit, need)
 	}
 	// Scratch lives under bench/results/tmp (ignored by git) rather than in
 	// TMPDIR: a tmpfs there would make a sqlite provider's fsync free.
@@ -208,6 +213,15 @@ func moduleRoot() (string, error) {
 		}
 		dir = parent
 	}
+}
+
+// mostConns is the most connections any of the cases holds open at once.
+func mostConns(cases []scenario.Case) int {
+	most := 0
+	for _, c := range cases {
+		most = max(most, c.Connections)
+	}
+	return most
 }
 
 func split(s string) []string {

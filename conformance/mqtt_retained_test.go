@@ -1,0 +1,287 @@
+package conformance
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"saguin/codec"
+)
+
+// RFC 0003 "Retained messages" (on a broadcast topic: MQTT's rules exactly),
+// RFC 0002 "Retained messages on a broadcast topic"; MQTT 5 3.3.1.3, 3.8.3.1.
+
+// retain publishes a retained value at QoS 1 on c.
+func (c *raw) retain(topic string, payload []byte, id uint16, props func(*codec.Properties)) {
+	c.t.Helper()
+	p := &codec.Publish{QoS: 1, PacketID: id, Retain: true, Topic: []byte(topic), Payload: payload}
+	if props != nil {
+		props(&p.Properties)
+	}
+	c.sendPublish(p)
+	if code := c.expectAck(codec.TypePuback, id); code >= 0x80 {
+		c.t.Fatalf("PUBACK 0x%02x for a retained publish", byte(code))
+	}
+}
+
+func TestMqttRetainedValueIsSentOnSubscribeWithRetainSet(t *testing.T) {
+	versions(t, func(t *testing.T, v byte) {
+		addr := mqttTarget(t)
+		topic := uniq(t)
+		pub := dialRaw(t, addr, v)
+		pub.mustConnect(clientID(t, "pub"), nil)
+		pub.retain(topic+"/a", []byte("state"), 1, nil)
+		sub := dialRaw(t, addr, v)
+		sub.mustConnect(clientID(t, "sub"), nil)
+		sub.mustSubscribe(1, topic+"/#", 1)
+		p := sub.expectPublish()
+		if !p.Retain || string(p.Payload) != "state" || string(p.Topic) != topic+"/a" {
+			t.Fatalf("got %s %q retain %v, want the retained value with RETAIN set (MQTT-3.3.1-9)", p.Topic, p.Payload, p.Retain)
+		}
+		if p.QoS != 1 {
+			t.Fatalf("served at QoS %d, want 1", p.QoS)
+		}
+	})
+}
+
+func TestMqttRetainedPublishIsDeliveredLiveWithRetainCleared(t *testing.T) {
+	versions(t, func(t *testing.T, v byte) {
+		addr := mqttTarget(t)
+		topic := uniq(t)
+		sub := dialRaw(t, addr, v)
+		sub.mustConnect(clientID(t, "sub"), nil)
+		sub.mustSubscribe(1, topic+"/#", 1)
+		pub := dialRaw(t, addr, v)
+		pub.mustConnect(clientID(t, "pub"), nil)
+		pub.retain(topic+"/a", []byte("live"), 1, nil)
+		p := sub.expectPublish()
+		if string(p.Payload) != "live" || p.Retain {
+			t.Fatalf("live delivery %q retain %v, want it with RETAIN 0 (MQTT-3.3.1-12)", p.Payload, p.Retain)
+		}
+	})
+}
+
+func TestMqttRetainAsPublishedKeepsTheFlagOnLiveDelivery(t *testing.T) {
+	addr := mqttTarget(t)
+	topic := uniq(t)
+	sub := dialRaw(t, addr, codec.Version5)
+	sub.mustConnect(clientID(t, "sub"), nil)
+	sub.subscribeWith(1, nil, codec.Subscription{Filter: []byte(topic + "/#"), QoS: 1, RetainAsPublished: true})
+	pub := dialRaw(t, addr, codec.Version5)
+	pub.mustConnect(clientID(t, "pub"), nil)
+	pub.retain(topic+"/a", []byte("rap"), 1, nil)
+	pub.publishQoS1(topic+"/a", []byte("plain"), 2)
+	if p := sub.expectPublish(); !p.Retain || string(p.Payload) != "rap" {
+		t.Fatalf("%q retain %v, want RETAIN 1 under Retain As Published (MQTT-3.3.1-13)", p.Payload, p.Retain)
+	}
+	if p := sub.expectPublish(); p.Retain {
+		t.Fatal("a publish without RETAIN delivered with it")
+	}
+}
+
+func TestMqttZeroLengthRetainedPublishDeletesTheValue(t *testing.T) {
+	versions(t, func(t *testing.T, v byte) {
+		addr := mqttTarget(t)
+		topic := uniq(t)
+		pub := dialRaw(t, addr, v)
+		pub.mustConnect(clientID(t, "pub"), nil)
+		pub.retain(topic+"/a", []byte("there"), 1, nil)
+		pub.retain(topic+"/a", nil, 2, nil)
+		sub := dialRaw(t, addr, v)
+		sub.mustConnect(clientID(t, "sub"), nil)
+		sub.mustSubscribe(1, topic+"/#", 1)
+		sub.expectNothing("a retained value deleted by a zero-length publish (MQTT-3.3.1-10)")
+	})
+}
+
+func TestMqttRetainedStoreHoldsOneValuePerTopicTheLatest(t *testing.T) {
+	versions(t, func(t *testing.T, v byte) {
+		addr := mqttTarget(t)
+		topic := uniq(t)
+		pub := dialRaw(t, addr, v)
+		pub.mustConnect(clientID(t, "pub"), nil)
+		pub.retain(topic+"/a", []byte("a1"), 1, nil)
+		pub.retain(topic+"/a", []byte("a2"), 2, nil)
+		pub.retain(topic+"/b", []byte("b1"), 3, nil)
+		sub := dialRaw(t, addr, v)
+		sub.mustConnect(clientID(t, "sub"), nil)
+		sub.mustSubscribe(1, topic+"/#", 0)
+		got := map[string]string{}
+		for _, p := range sub.ping() {
+			if _, dup := got[string(p.Topic)]; dup {
+				t.Fatalf("two retained values for %s", p.Topic)
+			}
+			got[string(p.Topic)] = string(p.Payload)
+		}
+		if len(got) != 2 || got[topic+"/a"] != "a2" || got[topic+"/b"] != "b1" {
+			t.Fatalf("retained values %v, want a2 on /a and b1 on /b", got)
+		}
+	})
+}
+
+func TestMqttRetainHandling1SendsOnlyForANewSubscription(t *testing.T) {
+	addr := mqttTarget(t)
+	topic := uniq(t)
+	pub := dialRaw(t, addr, codec.Version5)
+	pub.mustConnect(clientID(t, "pub"), nil)
+	pub.retain(topic+"/a", []byte("v"), 1, nil)
+	sub := dialRaw(t, addr, codec.Version5)
+	sub.mustConnect(clientID(t, "sub"), nil)
+	s := codec.Subscription{Filter: []byte(topic + "/#"), QoS: 1, RetainHandling: 1}
+	sub.subscribeWith(1, nil, s)
+	if p := sub.expectPublish(); !p.Retain {
+		t.Fatal("a new subscription with Retain Handling 1 was not sent the retained value")
+	} else {
+		sub.ackDelivery(p)
+	}
+	sub.subscribeWith(2, nil, s)
+	sub.expectNothing("Retain Handling 1 on a subscription that already existed (MQTT-3.3.1-10)")
+}
+
+func TestMqttRetainHandling2SendsNothing(t *testing.T) {
+	addr := mqttTarget(t)
+	topic := uniq(t)
+	pub := dialRaw(t, addr, codec.Version5)
+	pub.mustConnect(clientID(t, "pub"), nil)
+	pub.retain(topic+"/a", []byte("v"), 1, nil)
+	sub := dialRaw(t, addr, codec.Version5)
+	sub.mustConnect(clientID(t, "sub"), nil)
+	sub.subscribeWith(1, nil, codec.Subscription{Filter: []byte(topic + "/#"), QoS: 1, RetainHandling: 2})
+	sub.expectNothing("Retain Handling 2 (MQTT-3.3.1-11)")
+}
+
+func TestMqttRetainedValueIsNotSentToASharedSubscription(t *testing.T) {
+	addr := mqttTarget(t)
+	topic := uniq(t)
+	pub := dialRaw(t, addr, codec.Version5)
+	pub.mustConnect(clientID(t, "pub"), nil)
+	pub.retain(topic+"/a", []byte("v"), 1, nil)
+	sub := dialRaw(t, addr, codec.Version5)
+	sub.mustConnect(clientID(t, "sub"), nil)
+	sub.mustSubscribe(1, "$share/g/"+topic+"/#", 1)
+	sub.expectNothing("a retained value on a shared subscription (MQTT 5 3.3.1.3: retained values go to a new Non-shared Subscription; RFC 0003 \"Retained messages\" point 4)")
+}
+
+func TestMqttRetainedValueIsServedAtTheLowerOfItsQoSAndTheGranted(t *testing.T) {
+	versions(t, func(t *testing.T, v byte) {
+		addr := mqttTarget(t)
+		topic := uniq(t)
+		pub := dialRaw(t, addr, v)
+		pub.mustConnect(clientID(t, "pub"), nil)
+		pub.retain(topic+"/a", []byte("q1"), 1, nil)
+		sub := dialRaw(t, addr, v)
+		sub.mustConnect(clientID(t, "sub"), nil)
+		sub.mustSubscribe(1, topic+"/#", 0)
+		if p := sub.expectPublish(); p.QoS != 0 {
+			t.Fatalf("a QoS 1 retained value served at QoS %d on a QoS 0 subscription", p.QoS)
+		}
+	})
+}
+
+func TestMqttRetainedValueGoesBackOutWithItsProperties(t *testing.T) {
+	addr := mqttTarget(t)
+	topic := uniq(t)
+	pub := dialRaw(t, addr, codec.Version5)
+	pub.mustConnect(clientID(t, "pub"), nil)
+	pub.retain(topic+"/a", []byte(`{"on":true}`), 1, func(p *codec.Properties) {
+		p.ContentType = []byte("application/json")
+		p.Present.Set(codec.PropContentType)
+		p.PayloadFormat = 1
+		p.Present.Set(codec.PropPayloadFormat)
+		p.ResponseTopic = []byte(topic + "/reply")
+		p.Present.Set(codec.PropResponseTopic)
+		p.CorrelationData = []byte{9, 8}
+		p.Present.Set(codec.PropCorrelationData)
+		p.AddUser([]byte("unit"), []byte("C"))
+		p.AddUser([]byte("unit"), []byte("K"))
+	})
+	sub := dialRaw(t, addr, codec.Version5)
+	sub.mustConnect(clientID(t, "sub"), nil)
+	sub.mustSubscribe(1, topic+"/#", 1)
+	p := sub.expectPublish()
+	pr := &p.Properties
+	if string(pr.ContentType) != "application/json" || pr.PayloadFormat != 1 || string(pr.ResponseTopic) != topic+"/reply" || string(pr.CorrelationData) != "\x09\x08" {
+		t.Fatalf("content type %q format %d response %q correlation % x: want the publisher's, forwarded unaltered (MQTT 5 3.3.2.3)",
+			pr.ContentType, pr.PayloadFormat, pr.ResponseTopic, pr.CorrelationData)
+	}
+	if got := strings.Join(userProps(pr), ","); got != "unit=C,unit=K" {
+		t.Fatalf("user properties %q, want unit=C,unit=K in order (MQTT-3.3.2-18)", got)
+	}
+}
+
+// TestRetainedValueCarriesNoSaguinHeaders: a broadcast's retained value goes
+// back out as published, with no saguin-id or saguin-offset (RFC 0002
+// "Retained messages on a broadcast topic").
+func TestRetainedValueCarriesNoSaguinHeaders(t *testing.T) {
+	saguinOnly(t, "saguin- User Properties are Sagüin's")
+	addr := mqttTarget(t)
+	topic := uniq(t)
+	pub := dialRaw(t, addr, codec.Version5)
+	pub.mustConnect(clientID(t, "pub"), nil)
+	pub.retain(topic+"/a", []byte("v"), 1, nil)
+	sub := dialRaw(t, addr, codec.Version5)
+	sub.mustConnect(clientID(t, "sub"), nil)
+	sub.mustSubscribe(1, topic+"/#", 1)
+	p := sub.expectPublish()
+	for _, u := range userProps(&p.Properties) {
+		if strings.HasPrefix(u, "saguin-") {
+			t.Fatalf("the retained value carries %s", u)
+		}
+	}
+}
+
+func TestMqttRetainedValuePastItsMessageExpiryIsNotServed(t *testing.T) {
+	addr := mqttTarget(t)
+	topic := uniq(t)
+	pub := dialRaw(t, addr, codec.Version5)
+	pub.mustConnect(clientID(t, "pub"), nil)
+	pub.retain(topic+"/a", []byte("brief"), 1, func(p *codec.Properties) {
+		p.MessageExpiry = 1
+		p.Present.Set(codec.PropMessageExpiry)
+	})
+	<-time.After(2500 * time.Millisecond) // the rule's subject is the one second passing
+	sub := dialRaw(t, addr, codec.Version5)
+	sub.mustConnect(clientID(t, "sub"), nil)
+	sub.mustSubscribe(1, topic+"/#", 1)
+	sub.expectNothing("a retained value past its Message Expiry Interval (MQTT-3.3.2-5)")
+}
+
+func TestMqttRetainedValueCarriesTheRemainingExpiry(t *testing.T) {
+	addr := mqttTarget(t)
+	topic := uniq(t)
+	pub := dialRaw(t, addr, codec.Version5)
+	pub.mustConnect(clientID(t, "pub"), nil)
+	pub.retain(topic+"/a", []byte("v"), 1, func(p *codec.Properties) {
+		p.MessageExpiry = 60
+		p.Present.Set(codec.PropMessageExpiry)
+	})
+	<-time.After(2100 * time.Millisecond) // two whole seconds waited
+	sub := dialRaw(t, addr, codec.Version5)
+	sub.mustConnect(clientID(t, "sub"), nil)
+	sub.mustSubscribe(1, topic+"/#", 1)
+	p := sub.expectPublish()
+	if !p.Properties.Present.Has(codec.PropMessageExpiry) || p.Properties.MessageExpiry > 58 || p.Properties.MessageExpiry == 0 {
+		t.Fatalf("Message Expiry Interval %d (present %v), want 60 less the 2 s waited (MQTT-3.3.2-6)",
+			p.Properties.MessageExpiry, p.Properties.Present.Has(codec.PropMessageExpiry))
+	}
+}
+
+func TestMqttResumedSessionIsNotSentRetainedValuesWithoutSubscribing(t *testing.T) {
+	addr := mqttTarget(t)
+	topic := uniq(t)
+	id := clientID(t, "sub")
+	sub := dialRaw(t, addr, codec.Version5)
+	sub.mustConnect(id, freshSession(60))
+	sub.mustSubscribe(1, topic+"/#", 0)
+	sub.disconnect()
+	pub := dialRaw(t, addr, codec.Version5)
+	pub.mustConnect(clientID(t, "pub"), nil)
+	pub.publish(topic+"/a", []byte("v"), 0, 0)
+	// A retained QoS 0 publish while away: owed nobody, kept only as the value.
+	r := &codec.Publish{Retain: true, Topic: []byte(topic + "/a"), Payload: []byte("v")}
+	pub.sendPublish(r)
+	pub.ping()
+	back := dialRaw(t, addr, codec.Version5)
+	back.mustConnect(id, session(60))
+	back.expectNothing("retained values are sent at SUBSCRIBE, not at a resume (RFC 0003 \"Retained messages\" point 2)")
+}
