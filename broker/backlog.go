@@ -98,6 +98,35 @@ func (l *backlog) keep(publisher string, p *codec.Publish, away *awaySet) {
 	size := store.RecordSize(&e.Record)
 	l.b.counters.LogMessages.Add(1)
 	l.b.counters.LogBytes.Add(size)
+	l.owedBy(e, size, away)
+}
+
+// keepLogged makes the away sessions owe a message already in the log at
+// offset; one nobody is owed is released at the next commit.
+func (l *backlog) keepLogged(offset uint64, size int64, away *awaySet) {
+	if len(away.sessions) == 0 {
+		l.unownAll(offset)
+		return
+	}
+	got, err := l.log.ReadFrom(offset, 1, nil)
+	if err != nil || len(got) == 0 || got[0].Offset != offset {
+		l.b.storageFailed("reading a released message back from the broadcast log", "", err)
+		l.unownAll(offset)
+		return
+	}
+	l.owedBy(got[0], size, away)
+}
+
+// unownAll marks a logged message as owed by nobody.
+func (l *backlog) unownAll(offset uint64) {
+	l.mu.Lock()
+	delete(l.refs, offset)
+	l.unowed = append(l.unowed, offset)
+	l.mu.Unlock()
+}
+
+// owedBy makes each away session owe e. Called with no shard lock held.
+func (l *backlog) owedBy(e store.BroadcastEntry, size int64, away *awaySet) {
 	l.mu.Lock()
 	l.refs[e.Offset] = len(away.sessions)
 	l.mu.Unlock()

@@ -36,6 +36,10 @@ type Options struct {
 	SessionQueueBytes int64
 	// AckCommitInterval is broker.session.ack_commit_interval.
 	AckCommitInterval time.Duration
+	// QoS2MaxInflight is broker.qos2.max_inflight_per_client.
+	QoS2MaxInflight int
+	// QoS2ExpiresAfter is broker.qos2.expires_after; 0 is none.
+	QoS2ExpiresAfter time.Duration
 	// Sessions is the session store of broker.session.storage's provider;
 	// nil gives the broker an unbounded memory store of its own.
 	Sessions store.Sessions
@@ -58,6 +62,7 @@ const (
 	DefaultRetainedMaxBytes  = 64 << 20
 	DefaultSessionQueueBytes = 1 << 20
 	DefaultAckCommitInterval = 200 * time.Millisecond
+	DefaultQoS2MaxInflight   = 20
 )
 
 // sessionShards is how many locks the sessions are spread over.
@@ -111,6 +116,8 @@ type session struct {
 	timer *time.Timer
 	// owed is what the session is owed from the broadcast log (backlog.go).
 	owed owedList
+	// holds are its exactly-once publishes between PUBREC and PUBREL.
+	holds map[uint16]heldPublish
 	// ended is set once the session ended: late acknowledgements and
 	// timers find it and do nothing.
 	ended bool
@@ -139,6 +146,9 @@ func New(opts Options) *Broker {
 	}
 	if opts.AckCommitInterval == 0 {
 		opts.AckCommitInterval = DefaultAckCommitInterval
+	}
+	if opts.QoS2MaxInflight == 0 {
+		opts.QoS2MaxInflight = DefaultQoS2MaxInflight
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
@@ -419,6 +429,9 @@ func (b *Broker) endSession(sh *shard, s *session, why string) {
 		b.subs.remove(f, s)
 	}
 	clear(s.filters)
+	for pid := range s.holds {
+		b.dropHold(s, pid)
+	}
 	b.bcast.end(s)
 	if sh.sessions[s.id] == s {
 		delete(sh.sessions, s.id)
@@ -446,6 +459,9 @@ func (b *Broker) Publish(c netloop.Client, p *codec.Publish) (codec.ReasonCode, 
 	if err := codec.CheckPayloadFormat(p); err != nil {
 		return b.refusePublish(c.ClientID(), codec.PayloadFormatInvalid, "Payload Format Indicator says UTF-8 and the payload is not")
 	}
+	if p.QoS == 2 {
+		return b.hold(c, p) // routed at its PUBREL (Release)
+	}
 	return b.route(c.ClientID(), p)
 }
 
@@ -465,6 +481,15 @@ func (b *Broker) route(publisher string, p *codec.Publish) (codec.ReasonCode, st
 			return b.refusePublish(publisher, code, why)
 		}
 	}
+	b.routeLogged(publisher, p, 0, 0)
+	return codec.Success, ""
+}
+
+// routeLogged delivers p to every subscriber the topic reaches. With offset 0
+// the message is written to the broadcast log once if a session that is away
+// is owed it; otherwise it is already in the log at offset (a released
+// exactly-once publish) and the sessions away are made to owe it there.
+func (b *Broker) routeLogged(publisher string, p *codec.Publish, offset uint64, size int64) {
 	var m *netloop.Message
 	away := b.bcast.scratch()
 	b.subs.match(p.Topic, func(s *session, sub subscription) {
@@ -484,11 +509,13 @@ func (b *Broker) route(publisher string, p *codec.Publish) (codec.ReasonCode, st
 		}
 		ref.c.Deliver(m, netloop.Delivery{QoS: qos, Retain: p.Retain && sub.retainAsPublished, SubscriptionID: sub.id})
 	})
-	if len(away.sessions) > 0 {
+	switch {
+	case offset != 0:
+		b.bcast.keepLogged(offset, size, away)
+	case len(away.sessions) > 0:
 		b.bcast.keep(publisher, p, away)
 	}
 	b.bcast.release(away)
-	return codec.Success, ""
 }
 
 // checkTopic applies RFC 0002 "Publishing" to a topic name: 0x90 over

@@ -34,6 +34,13 @@ type Counters struct {
 	// DeliveriesExpired: owed messages whose Message Expiry ran out before
 	// the session reached them (saguin_deliveries_expired_total).
 	DeliveriesExpired atomic.Uint64
+	// QoS2Held: exactly-once publishes between PUBREC and PUBREL
+	// (saguin_qos2_held).
+	QoS2Held atomic.Int64
+	// QoS2Abandoned: holds dropped past expires_after, with their session,
+	// or at a start for a session that did not come back
+	// (saguin_qos2_abandoned_total).
+	QoS2Abandoned atomic.Uint64
 	// LogMessages and LogBytes are what the broadcast log holds
 	// (saguin_session_queue_messages, saguin_session_queue_bytes).
 	LogMessages atomic.Int64

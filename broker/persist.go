@@ -76,6 +76,29 @@ func (b *Broker) Restore() error {
 		}
 		sh.mu.Unlock()
 	}
+	// Exactly-once publishes held for a session that came back go with it;
+	// one whose session did not is dropped and counted.
+	held, err := b.bcast.log.Held()
+	if err != nil {
+		return fmt.Errorf("reading the held exactly-once publishes: %w", err)
+	}
+	for _, h := range held {
+		sh := b.shard(h.ClientID)
+		sh.mu.Lock()
+		if s := sh.sessions[h.ClientID]; s != nil {
+			if s.holds == nil {
+				s.holds = make(map[uint16]heldPublish)
+			}
+			s.holds[h.PacketID] = heldPublish{at: h.HeldAt, rec: h.Record}
+			b.counters.QoS2Held.Add(1)
+		} else if _, err := b.bcast.log.DropHeld(h.ClientID, h.PacketID); err != nil {
+			sh.mu.Unlock()
+			return fmt.Errorf("dropping the held publishes of session %q, which did not come back: %w", h.ClientID, err)
+		} else {
+			b.counters.QoS2Abandoned.Add(1)
+		}
+		sh.mu.Unlock()
+	}
 	// Owed messages, before any Will is published into the log.
 	var batch []store.BroadcastEntry
 	var unowed []uint64

@@ -65,6 +65,21 @@ type Will struct {
 	Props *codec.Properties
 }
 
+// ExactlyOnce is implemented by a handler that holds the client's QoS 2
+// publishes itself, across connections of one session: its Publish takes
+// ownership of a QoS 2 message at the PUBREC without routing it, and routes
+// it at the PUBREL (RFC 0003 "Exactly once"). Both run on the connection's
+// loop.
+type ExactlyOnce interface {
+	// Holds reports whether the client's session holds an exchange under
+	// packetID: a PUBLISH re-sent for it is answered again, routed never.
+	Holds(c Client, packetID uint16) bool
+	// Release routes the exchange held under packetID. Success and 0x92
+	// (nothing held) are answered on the PUBCOMP; any other code ends the
+	// connection with DISCONNECT and no PUBCOMP, the message kept held.
+	Release(c Client, packetID uint16) (codec.ReasonCode, string)
+}
+
 // AckHandler is implemented by a handler that wants to know when a delivery
 // it numbered (Delivery.Offset) is finished by the client: PUBACK at QoS 1,
 // PUBREC at QoS 2 (the message has reached the client). It runs on the

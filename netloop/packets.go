@@ -108,7 +108,11 @@ func (c *Conn) onPublish(h codec.Header, body []byte, sc *scratch) {
 		}
 		c.appendAckWhy(sc, codec.TypePuback, p.PacketID, code, why)
 	case 2:
-		if _, held := c.heldQoS2[p.PacketID]; held {
+		_, held := c.heldQoS2[p.PacketID]
+		if eo, ok := c.srv.opts.Handler.(ExactlyOnce); ok && !held && eo.Holds(c, p.PacketID) {
+			held = true // kept from an earlier connection of the session
+		}
+		if held {
 			// A resent PUBLISH of an exchange already owned: answer again,
 			// route nothing (MQTT 5 4.3.3).
 			c.appendAck(sc, codec.TypePubrec, p.PacketID, codec.Success)
@@ -167,9 +171,21 @@ func (c *Conn) onAck(a *codec.Ack, sc *scratch) {
 		}
 	case codec.TypePubrel:
 		code := codec.Success
-		if _, held := c.heldQoS2[a.PacketID]; held {
-			delete(c.heldQoS2, a.PacketID)
-		} else {
+		_, held := c.heldQoS2[a.PacketID]
+		delete(c.heldQoS2, a.PacketID)
+		if eo, ok := c.srv.opts.Handler.(ExactlyOnce); ok {
+			var why string
+			code, why = eo.Release(c, a.PacketID)
+			if code != codec.Success && code != codec.PacketIdentifierNotFound {
+				// The release was refused: no PUBCOMP, the message stays
+				// held, and the client's PUBREL on its next connection
+				// completes it (RFC 0003 "Exactly once").
+				c.logWarn("disconnected: an exactly-once release was refused", "code", "0x"+hex2(byte(code)), "why", why)
+				c.flushScratch(sc)
+				c.end(code, true, false)
+				return
+			}
+		} else if !held {
 			code = codec.PacketIdentifierNotFound
 		}
 		c.appendAck(sc, codec.TypePubcomp, a.PacketID, code)

@@ -63,6 +63,8 @@ func brokerOptions(cfg *config.Config, st *storage, log *slog.Logger) broker.Opt
 		MaxSubscriptions:  l.MaxSubscriptions,
 		SessionQueueBytes: l.SessionQueueBytes,
 		AckCommitInterval: cfg.Broker.Session.AckCommitInterval,
+		QoS2MaxInflight:   cfg.Broker.QoS2.MaxInflightPerClient,
+		QoS2ExpiresAfter:  cfg.Broker.QoS2.ExpiresAfter,
 		Sessions:          st.sessions,
 		Retained:          st.retained,
 		Logger:            log,

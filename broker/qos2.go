@@ -1,0 +1,148 @@
+package broker
+
+import (
+	"errors"
+	"time"
+
+	"saguin/codec"
+	"saguin/netloop"
+	"saguin/store"
+)
+
+// heldPublish is one exactly-once publish of a session between its PUBREC and
+// its PUBREL. The record is also held in the broadcast log's store (Hold),
+// with no offset; this copy is what the release routes.
+type heldPublish struct {
+	at  time.Time
+	rec store.Record
+}
+
+// hold takes ownership of a QoS 2 broadcast at its PUBREC without routing it:
+// the message waits in the broadcast log's store, with no offset, until its
+// PUBREL (RFC 0003 "Exactly once"). Refused 0x97 past
+// broker.qos2.max_inflight_per_client or when the provider has no room, before
+// ownership is taken; the connection is left alone.
+func (b *Broker) hold(c netloop.Client, p *codec.Publish) (codec.ReasonCode, string) {
+	id := c.ClientID()
+	sh := b.shard(id)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	s := sh.sessions[id]
+	if s == nil || s.client.Load() == nil || s.client.Load().c != c {
+		return codec.UnspecifiedError, "the session was taken over"
+	}
+	now := b.now()
+	b.expireHolds(s, now)
+	if len(s.holds) >= b.opts.QoS2MaxInflight {
+		return b.refusePublish(id, codec.QuotaExceeded, "past broker.qos2.max_inflight_per_client unfinished exactly-once publishes")
+	}
+	rec := recordOf(p, id, now)
+	if err := b.bcast.log.Hold(store.Held{ClientID: id, PacketID: p.PacketID, HeldAt: now, Record: rec}); err != nil {
+		if store.IsFull(err) {
+			return b.refusePublish(id, codec.QuotaExceeded, "the broadcast log's provider is full")
+		}
+		b.storageFailed("holding an exactly-once publish", id, err)
+		return b.refusePublish(id, codec.ImplementationSpecificError, "the store could not hold the message")
+	}
+	if s.holds == nil {
+		s.holds = make(map[uint16]heldPublish)
+	}
+	s.holds[p.PacketID] = heldPublish{at: now, rec: rec}
+	b.counters.QoS2Held.Add(1)
+	return codec.Success, ""
+}
+
+// Holds implements netloop.ExactlyOnce.
+func (b *Broker) Holds(c netloop.Client, packetID uint16) bool {
+	id := c.ClientID()
+	sh := b.shard(id)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	s := sh.sessions[id]
+	if s == nil || s.client.Load() == nil || s.client.Load().c != c {
+		return false
+	}
+	b.expireHolds(s, b.now())
+	_, ok := s.holds[packetID]
+	return ok
+}
+
+// Release implements netloop.ExactlyOnce: the held message takes the
+// broadcast log's next offset and leaves the hold in one operation
+// (ReleaseHeld), a retained value being stored just before, and is then
+// delivered - from the log to the sessions that are away, directly to the
+// rest. A hold past broker.qos2.expires_after is dropped and answered 0x92.
+func (b *Broker) Release(c netloop.Client, packetID uint16) (codec.ReasonCode, string) {
+	id := c.ClientID()
+	sh := b.shard(id)
+	sh.mu.Lock()
+	s := sh.sessions[id]
+	if s == nil || s.client.Load() == nil || s.client.Load().c != c {
+		sh.mu.Unlock()
+		return codec.SessionTakenOver, "the session was taken over" // no PUBCOMP (RFC 0003)
+	}
+	b.expireHolds(s, b.now())
+	h, ok := s.holds[packetID]
+	if !ok {
+		sh.mu.Unlock()
+		return codec.PacketIdentifierNotFound, ""
+	}
+	var p codec.Publish
+	live := publishOf(&h.rec, b.now(), &p)
+	if h.rec.Retain && live {
+		if code, why := b.retain(id, &p); code != codec.Success {
+			sh.mu.Unlock()
+			return code, why
+		}
+	}
+	rec, err := b.bcast.log.ReleaseHeld(id, packetID)
+	if err != nil {
+		sh.mu.Unlock()
+		switch {
+		case errors.Is(err, store.ErrNotFound):
+			delete(s.holds, packetID)
+			return codec.PacketIdentifierNotFound, ""
+		case store.IsFull(err):
+			return codec.QuotaExceeded, "the broadcast log's provider is full"
+		}
+		b.storageFailed("releasing an exactly-once publish", id, err)
+		return codec.ImplementationSpecificError, "the store could not write the release"
+	}
+	delete(s.holds, packetID)
+	b.counters.QoS2Held.Add(-1)
+	sh.mu.Unlock()
+	size := store.RecordSize(&rec)
+	b.counters.LogMessages.Add(1)
+	b.counters.LogBytes.Add(size)
+	if !live {
+		b.bcast.unownAll(rec.Offset)
+		b.counters.DeliveriesExpired.Add(1)
+		return codec.Success, ""
+	}
+	b.routeLogged(id, &p, rec.Offset, size)
+	return codec.Success, ""
+}
+
+// expireHolds drops the session's holds older than broker.qos2.expires_after,
+// counted as abandoned. Shard lock held.
+func (b *Broker) expireHolds(s *session, now time.Time) {
+	if b.opts.QoS2ExpiresAfter <= 0 {
+		return
+	}
+	for pid, h := range s.holds {
+		if now.Sub(h.at) >= b.opts.QoS2ExpiresAfter {
+			b.dropHold(s, pid)
+		}
+	}
+}
+
+// dropHold forgets one hold, in the store too, counted as abandoned. Shard
+// lock held.
+func (b *Broker) dropHold(s *session, pid uint16) {
+	delete(s.holds, pid)
+	if _, err := b.bcast.log.DropHeld(s.id, pid); err != nil {
+		b.storageFailed("dropping an abandoned exactly-once publish", s.id, err)
+	}
+	b.counters.QoS2Held.Add(-1)
+	b.counters.QoS2Abandoned.Add(1)
+}
