@@ -197,16 +197,13 @@ func (l *backlog) markDirty(s *session) {
 	l.mu.Unlock()
 }
 
-// resume sends a resumed session everything it is owed, in log order,
-// unsent entries first marked as not on the wire (the old connection's
-// window is gone with it). Shard lock held.
+// resume sends a resumed session everything it is owed and not already sent
+// again from its last connection's window (sendCarried), in log order.
+// Shard lock held.
 func (l *backlog) resume(s *session, c netloop.Client) {
 	o := &s.owed
 	if len(o.entries) == 0 {
 		return
-	}
-	for i := range o.entries {
-		o.entries[i].sent = false
 	}
 	var batch []store.BroadcastEntry
 	from := o.entries[0].offset
@@ -322,6 +319,11 @@ func (l *backlog) cursor(s *session) uint64 {
 // detach stores the cursor of a session whose connection ended, so a clean
 // DISCONNECT or a stop leaves every acknowledgement stored. Shard lock held.
 func (l *backlog) detach(s *session) {
+	// The connection's window is gone with it: what it held comes back
+	// through the session's carry, the rest is sent again from the log.
+	for i := range s.owed.entries {
+		s.owed.entries[i].sent = false
+	}
 	if err := l.b.sessions.Ack(s.id, nil, l.cursor(s)); err != nil && !errors.Is(err, store.ErrNotFound) {
 		l.b.storageFailed("storing a session's cursor", s.id, err)
 	}

@@ -118,6 +118,9 @@ type session struct {
 	owed owedList
 	// holds are its exactly-once publishes between PUBREC and PUBREL.
 	holds map[uint16]heldPublish
+	// carry are the deliveries its last connection left unfinished, sent
+	// again first when it resumes (resume.go). Kept in memory only.
+	carry []netloop.Unfinished
 	// ended is set once the session ended: late acknowledgements and
 	// timers find it and do nothing.
 	ended bool
@@ -269,10 +272,15 @@ func (b *Broker) Connect(c netloop.Client, req *netloop.ConnectRequest) (bool, c
 	}
 	sh.sessions[req.ClientID] = s
 	s.gen++
-	s.client.Store(&clientRef{c})
 	if present {
+		// What it is owed goes before anything live: the unfinished window
+		// first, under its identifiers, then the broadcast log.
+		b.sendCarried(s, c, s.carry)
 		b.bcast.resume(s, c)
 	}
+	clear(s.carry)
+	s.carry = s.carry[:0]
+	s.client.Store(&clientRef{c})
 	sh.mu.Unlock()
 	if old != nil {
 		b.log.Info("session taken over", "client_id", req.ClientID)
@@ -429,6 +437,7 @@ func (b *Broker) endSession(sh *shard, s *session, why string) {
 		b.subs.remove(f, s)
 	}
 	clear(s.filters)
+	s.carry = nil
 	for pid := range s.holds {
 		b.dropHold(s, pid)
 	}

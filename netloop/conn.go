@@ -2,6 +2,7 @@ package netloop
 
 import (
 	"bytes"
+	"sort"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -86,6 +87,11 @@ type inflight struct {
 	qos      byte
 	released bool   // QoS 2: PUBREC seen, PUBREL sent, waiting for PUBCOMP
 	offset   uint64 // the handler's number, reported when the client has it
+	// What a resumed session needs to send it again (ResumeHandler).
+	msg    *Message
+	retain bool
+	subID  uint32
+	seq    uint64 // the order it was sent in
 }
 
 // scratch is the per-call working memory of a loop: packet structs reused for
@@ -130,7 +136,7 @@ func (c *Conn) Version() byte { return byte(c.version.Load()) }
 
 // Deliver queues a delivery and wakes the loop to write it. It never blocks.
 func (c *Conn) Deliver(m *Message, d Delivery) bool {
-	if !c.out.push(outEntry{msg: m, qos: d.QoS, retain: d.Retain, subID: d.SubscriptionID, offset: d.Offset}) {
+	if !c.out.push(outEntry{msg: m, qos: d.QoS, retain: d.Retain, subID: d.SubscriptionID, offset: d.Offset, pid: d.PacketID, rel: d.Released}) {
 		return false
 	}
 	c.wake()
@@ -298,6 +304,9 @@ func (c *Conn) end(reason codec.ReasonCode, send, graceful bool) {
 	}
 	c.slotRelease()
 	c.outPending.Store(false)
+	if c.attached {
+		c.handBackUnfinished()
+	}
 	c.out.close()
 	if send && c.Version() == codec.Version5 {
 		sc := scratchPool.Get().(*scratch)
@@ -420,8 +429,17 @@ func (c *Conn) flush() {
 // encode appends one delivery's PUBLISH to sc.out, taking a packet
 // identifier and a place in the window for QoS 1 and 2.
 func (c *Conn) encode(sc *scratch, e outEntry, version byte) {
+	if e.rel {
+		// A resumed QoS 2 exchange the client already has: only its PUBREL.
+		id := c.takePacketID(e.pid)
+		size := e.msg.Size()
+		c.inflight[id] = inflight{size: size, qos: 2, released: true, msg: e.msg, retain: e.retain, subID: e.subID, seq: e.seq}
+		c.inflightBytes += size
+		c.appendAck(sc, codec.TypePubrel, id, codec.Success)
+		return
+	}
 	p := &sc.publish
-	p.Dup, p.QoS, p.Retain = false, e.qos, e.retain
+	p.Dup, p.QoS, p.Retain = e.pid != 0, e.qos, e.retain
 	p.Topic, p.Payload, p.PacketID = e.msg.Topic, e.msg.Payload, 0
 	if version == codec.Version5 && e.msg.Props != nil {
 		p.Properties = *e.msg.Props
@@ -447,9 +465,9 @@ func (c *Conn) encode(sc *scratch, e outEntry, version byte) {
 	// Size; such a delivery is discarded as if delivered.
 	if fits := c.clientMaxPkt == 0 || p.Size(version) <= c.clientMaxPkt; fits {
 		if e.qos > 0 {
-			p.PacketID = c.nextPacketID()
+			p.PacketID = c.takePacketID(e.pid)
 			size := e.msg.Size()
-			c.inflight[p.PacketID] = inflight{size: size, qos: e.qos, offset: e.offset}
+			c.inflight[p.PacketID] = inflight{size: size, qos: e.qos, offset: e.offset, msg: e.msg, retain: e.retain, subID: e.subID, seq: e.seq}
 			c.inflightBytes += size
 		}
 		sc.out = p.Append(sc.out, version)
@@ -458,6 +476,48 @@ func (c *Conn) encode(sc *scratch, e outEntry, version byte) {
 		// Never keep the message's slices, or the identifier's, in scratch:
 		// a later decode would append into memory a delivery shares.
 		p.Properties = codec.Properties{}
+	}
+}
+
+// takePacketID is id when no delivery in flight holds it (a resumed
+// session's re-send), else a new one.
+func (c *Conn) takePacketID(id uint16) uint16 {
+	if c.inflight == nil {
+		c.inflight = make(map[uint16]inflight)
+	}
+	if _, used := c.inflight[id]; id != 0 && !used {
+		return id
+	}
+	return c.nextPacketID()
+}
+
+// handBackUnfinished gives a ResumeHandler the QoS 1 and 2 deliveries this
+// ending connection leaves unfinished: those on the wire in the order they
+// were sent, under their identifiers, then those still queued.
+func (c *Conn) handBackUnfinished() {
+	h, ok := c.srv.opts.Handler.(ResumeHandler)
+	if !ok {
+		return
+	}
+	var u []Unfinished
+	for id, f := range c.inflight {
+		if f.msg == nil {
+			continue
+		}
+		u = append(u, Unfinished{Msg: f.msg, Delivery: Delivery{QoS: f.qos, Retain: f.retain, SubscriptionID: f.subID,
+			Offset: f.offset, PacketID: id, Released: f.released}})
+	}
+	sort.Slice(u, func(i, j int) bool {
+		return c.inflight[u[i].Delivery.PacketID].seq < c.inflight[u[j].Delivery.PacketID].seq
+	})
+	for _, e := range c.out.snapshot(make([]outEntry, 0, c.out.len())) {
+		if e.qos > 0 {
+			u = append(u, Unfinished{Msg: e.msg, Delivery: Delivery{QoS: e.qos, Retain: e.retain, SubscriptionID: e.subID,
+				Offset: e.offset, PacketID: e.pid, Released: e.rel}})
+		}
+	}
+	if len(u) > 0 {
+		h.Unfinished(c, u)
 	}
 }
 

@@ -107,6 +107,28 @@ type Delivery struct {
 	// Offset numbers the delivery for the handler's AckHandler (a broadcast
 	// log offset); 0 asks for no report.
 	Offset uint64
+	// PacketID re-sends a delivery of a resumed session under the identifier
+	// it was first sent with, DUP set (MQTT-4.4.0-1); 0 takes a new one.
+	PacketID uint16
+	// Released: the client's PUBREC for this QoS 2 delivery was received, so
+	// only its PUBREL is sent again, never the message.
+	Released bool
+}
+
+// Unfinished is one QoS 1 or 2 delivery a connection ended without
+// finishing: on the wire and unacknowledged (PacketID set), awaiting its
+// PUBCOMP (Released), or still queued (PacketID 0).
+type Unfinished struct {
+	Msg      *Message
+	Delivery Delivery
+}
+
+// ResumeHandler is implemented by a handler that keeps a session's
+// unfinished deliveries for the connection that resumes it. Unfinished runs
+// on the ending connection's loop, before Disconnected, in the order the
+// deliveries were sent.
+type ResumeHandler interface {
+	Unfinished(c Client, u []Unfinished)
 }
 
 // Client is a connection as the broker holds it. Its methods are safe from any

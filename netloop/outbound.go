@@ -13,6 +13,8 @@ type outEntry struct {
 	retain bool
 	subID  uint32 // Subscription Identifier to carry; 0 none
 	offset uint64 // the handler's number for an AckHandler report; 0 none
+	pid    uint16 // a resumed session's identifier to re-send under; 0 none
+	rel    bool   // only the PUBREL is owed
 	seq    uint64 // position in the queue, so a drained batch pops exactly itself
 }
 
@@ -115,6 +117,13 @@ func (q *outQueue) popThrough(seq uint64) {
 	if q.n == 0 && len(q.ring) > 64 {
 		q.ring, q.head = nil, 0 // give back what a burst grew
 	}
+}
+
+// len is how many entries wait.
+func (q *outQueue) len() int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.n
 }
 
 // pending reports whether anything waits.

@@ -1,0 +1,50 @@
+package broker
+
+import (
+	"sort"
+
+	"saguin/netloop"
+)
+
+// Unfinished implements netloop.ResumeHandler: the QoS 1 and 2 deliveries a
+// session's connection ended without finishing stay with the session, to be
+// sent again to the connection that resumes it - those that went on the wire
+// under their packet identifiers with DUP, one whose PUBREC arrived as its
+// PUBREL only (MQTT-4.4.0-1). When the session was already taken over they
+// go to the connection that took it. A session that ends forgets them.
+func (b *Broker) Unfinished(c netloop.Client, u []netloop.Unfinished) {
+	id := c.ClientID()
+	sh := b.shard(id)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	s := sh.sessions[id]
+	if s == nil || s.ended {
+		return
+	}
+	ref := s.client.Load()
+	switch {
+	case ref != nil && ref.c == c:
+		// Still its own: kept for whichever connection resumes it.
+		s.carry = append(s.carry[:0], u...)
+	case ref != nil:
+		// Taken over while these were out: the new connection has them.
+		b.sendCarried(s, ref.c, u)
+	}
+}
+
+// sendCarried sends a resumed session what its last connection left
+// unfinished, and marks the broadcast-log entries among them as on the wire
+// so the log's resume does not send them twice. Shard lock held.
+func (b *Broker) sendCarried(s *session, c netloop.Client, u []netloop.Unfinished) {
+	o := &s.owed
+	for _, x := range u {
+		if off := x.Delivery.Offset; off != 0 {
+			i := sort.Search(len(o.entries), func(i int) bool { return o.entries[i].offset >= off })
+			if i == len(o.entries) || o.entries[i].offset != off {
+				continue // acknowledged meanwhile, or no longer owed
+			}
+			o.entries[i].sent = true
+		}
+		c.Deliver(x.Msg, x.Delivery)
+	}
+}
