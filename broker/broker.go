@@ -216,6 +216,14 @@ func (b *Broker) Connect(c netloop.Client, req *netloop.ConnectRequest) (bool, c
 	now := b.now()
 	var will *store.Will
 	if req.Will != nil {
+		// A Will that could never be delivered is refused before the
+		// session is looked at: a refused CONNECT touches nothing (RFC 0003
+		// "Last Will": every topic a publish would be refused 0x90 for, and
+		// $SYS, which no client may publish to).
+		if code, why := b.checkTopic(req.Will.Topic); code != codec.Success {
+			b.log.Warn("connection refused: a Will that could never be delivered", "client_id", req.ClientID, "why", why)
+			return false, codec.TopicNameInvalid
+		}
 		will = willOf(req, c)
 	}
 	sh := b.shard(req.ClientID)
