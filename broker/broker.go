@@ -109,6 +109,12 @@ func (b *Broker) shard(id string) *shard {
 // Connect attaches c to the session its client id names, taking it over from
 // a connection that holds it (0x8E to the old one), or starting it new.
 func (b *Broker) Connect(c netloop.Client, req *netloop.ConnectRequest) (bool, codec.ReasonCode) {
+	if req.Will != nil {
+		if why := b.undeliverableWill(req.Will.Topic); why != "" {
+			b.log.Warn("connection refused", "client_id", req.ClientID, "code", codec.TopicNameInvalid.String(), "why", why)
+			return false, codec.TopicNameInvalid
+		}
+	}
 	sh := b.shard(req.ClientID)
 	sh.mu.Lock()
 	s := sh.sessions[req.ClientID]
@@ -244,6 +250,21 @@ func (b *Broker) checkTopic(t []byte) (codec.ReasonCode, string) {
 		return codec.NotAuthorized, "topic is in the $SYS tree"
 	}
 	return codec.Success, ""
+}
+
+// undeliverableWill names why a Will on topic could never be delivered - RFC
+// 0002's 0x90 at CONNECT - or returns "". A Will is a publish the broker
+// makes for the client later, so it is held to every rule a publish is, and
+// one that could only ever be refused is refused now, while the client can
+// still be told.
+func (b *Broker) undeliverableWill(t []byte) string {
+	if topic.ValidateName(string(t)) != nil {
+		return "the Will topic is not a topic name"
+	}
+	if code, why := b.checkTopic(t); code != codec.Success {
+		return "the Will topic: " + why
+	}
+	return ""
 }
 
 // Subscribe grants one filter (the QoS asked for, at most 2) and sends the

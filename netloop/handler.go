@@ -41,8 +41,11 @@ type ConnectRequest struct {
 	SessionExpiry uint32 // already capped at max_session_expiry
 	Username      []byte
 	Password      []byte
-	Door          string // the listener's name
-	Remote        string
+	// Will is the CONNECT's Will Message, nil when it carries none. Its
+	// slices alias the read buffer like every other argument.
+	Will   *codec.Publish
+	Door   string // the listener's name
+	Remote string
 }
 
 // SubscribeOptions are one filter's options from a SUBSCRIBE.
