@@ -143,6 +143,19 @@ func (q *queueStore) current(d store.Delivery) (*qjob, error) {
 	return j, nil
 }
 
+// delivered is current for the calls that need the job out with a worker
+// (Lease, Resolve, Release): a delivery with epoch 0 names no delivery.
+func (q *queueStore) delivered(d store.Delivery) (*qjob, error) {
+	j, err := q.current(d)
+	if err != nil {
+		return nil, err
+	}
+	if d.Epoch == 0 {
+		return nil, fmt.Errorf("queue %s: job %d is not out with a worker: %w", q.name, d.Offset, store.ErrStaleDelivery)
+	}
+	return j, nil
+}
+
 // Unsend implements store.Queue.
 func (q *queueStore) Unsend(d store.Delivery) error {
 	q.mu.Lock()
@@ -164,12 +177,9 @@ func (q *queueStore) Unsend(d store.Delivery) error {
 func (q *queueStore) Lease(d store.Delivery, now, deadline time.Time) (store.Job, error) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	j, err := q.current(d)
+	j, err := q.delivered(d)
 	if err != nil {
 		return store.Job{}, err
-	}
-	if d.Epoch == 0 {
-		return store.Job{}, fmt.Errorf("queue %s: job %d is not out with a worker: %w", q.name, d.Offset, store.ErrStaleDelivery)
 	}
 	if j.state == store.JobLeased {
 		return j.job, nil
@@ -188,12 +198,9 @@ func (q *queueStore) Lease(d store.Delivery, now, deadline time.Time) (store.Job
 func (q *queueStore) Resolve(d store.Delivery) error {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	j, err := q.current(d)
+	j, err := q.delivered(d)
 	if err != nil {
 		return err
-	}
-	if d.Epoch == 0 {
-		return fmt.Errorf("queue %s: job %d is not out with a worker: %w", q.name, d.Offset, store.ErrStaleDelivery)
 	}
 	q.removeLocked(j)
 	return nil
@@ -232,12 +239,9 @@ func (q *queueStore) removeLocked(j *qjob) {
 func (q *queueStore) Release(d store.Delivery, gapFrom time.Time) (store.Job, error) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	j, err := q.current(d)
+	j, err := q.delivered(d)
 	if err != nil {
 		return store.Job{}, err
-	}
-	if d.Epoch == 0 {
-		return store.Job{}, fmt.Errorf("queue %s: job %d is not out with a worker: %w", q.name, d.Offset, store.ErrStaleDelivery)
 	}
 	j.state = store.JobAvailable
 	j.epoch++
