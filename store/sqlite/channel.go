@@ -71,6 +71,27 @@ func (ch *channel) Len() int { return int(ch.count.Load()) }
 // SetMaxBytes implements the channel's max_bytes (0 for none).
 func (ch *channel) SetMaxBytes(n int64) { ch.maxBytes.Store(n) }
 
+// removedRows moves the pending counters for n rows of size bytes that t
+// deleted from anywhere in the channel, and raises the floor to the lowest
+// offset left, which lowest (a min(offset) statement) reads - next when none
+// is - storing floor and bytes in the same transaction as the deletion.
+func (ch *channel) removedRows(t *wtx, lowest *sql.Stmt, n, size int64) error {
+	var low sql.NullInt64
+	if err := lowest.QueryRow(ch.id).Scan(&low); err != nil {
+		return t.dbFail(err)
+	}
+	t.touch(ch)
+	ch.pCount -= n
+	ch.pBytes -= size
+	if low.Valid {
+		ch.pFloor = uint64(low.Int64)
+	} else {
+		ch.pFloor = ch.pNext
+	}
+	_, err := t.exec(t.c.updateFloor, int64(ch.pFloor), ch.pBytes, ch.id)
+	return err
+}
+
 // openChannel finds or creates the channels row for name. It runs on the
 // writer, so a new row and the counters read back are one serial step.
 func (p *Provider) openChannel(name, kind string) (*channel, error) {

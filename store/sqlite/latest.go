@@ -184,6 +184,35 @@ func getValue(ch *channel, topic string) (store.Value, bool, error) {
 	return v, found, nil
 }
 
+// eachValue runs a latest_values query (latestChanges, latestRange) and
+// hands fn each row whose topic match accepts (nil accepts every row),
+// decoded at its offset, with its deletion flag. A topic match refuses is
+// not decoded.
+func eachValue(st *sql.Stmt, match func(string) bool, fn func(r store.Record, deleted bool), args ...any) error {
+	rows, err := st.Query(args...)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	var rs recordScan
+	var off, del int64
+	d := append([]any{&off, &del}, rs.dest()...)
+	for rows.Next() {
+		if err := rows.Scan(d...); err != nil {
+			return err
+		}
+		if match != nil && !match(rs.topic) {
+			continue
+		}
+		r, err := rs.record(uint64(off))
+		if err != nil {
+			return err
+		}
+		fn(r, del != 0)
+	}
+	return rows.Err()
+}
+
 // Changes implements store.Latest, in offset order, in one read transaction.
 func (s *latestStore) Changes(since uint64, withDeletions bool, match func(string) bool, max int, dst []store.Value) ([]store.Value, error) {
 	out := dst[:0]

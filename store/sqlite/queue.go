@@ -146,6 +146,25 @@ func scanJob(scan func(...any) error) (store.Job, error) {
 	return j, err
 }
 
+// queryJobs reads every job a queue_items query (queueRead, queueExpired)
+// returns, in its order.
+func queryJobs(st *sql.Stmt, args ...any) ([]store.Job, error) {
+	rows, err := st.Query(args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var jobs []store.Job
+	for rows.Next() {
+		j, err := scanJob(rows.Scan)
+		if err != nil {
+			return nil, err
+		}
+		jobs = append(jobs, j)
+	}
+	return jobs, rows.Err()
+}
+
 func (q *queueStore) readJob(off uint64) (store.Job, error) {
 	var j store.Job
 	err := q.p.readConn(func(c *conn) error {
@@ -184,19 +203,9 @@ func (q *queueStore) Offer(holderName string, now time.Time) (store.Job, store.D
 	for {
 		var jobs []store.Job
 		err := q.p.readConn(func(c *conn) error {
-			rows, err := c.queueRead.Query(q.id, int64(from), page)
-			if err != nil {
-				return err
-			}
-			defer rows.Close()
-			for rows.Next() {
-				j, err := scanJob(rows.Scan)
-				if err != nil {
-					return err
-				}
-				jobs = append(jobs, j)
-			}
-			return rows.Err()
+			var err error
+			jobs, err = queryJobs(c.queueRead, q.id, int64(from), page)
+			return err
 		})
 		if err != nil {
 			return store.Job{}, store.Delivery{}, false, q.p.mapErr("offering from "+q.name, err)
@@ -318,20 +327,7 @@ func (q *queueStore) Resolve(d store.Delivery) error {
 // the floor is the lowest unresolved offset (next when none is left), stored
 // in the same transaction as the deletion.
 func (q *queueStore) removeJob(t *wtx, size int64) error {
-	var low sql.NullInt64
-	if err := t.c.queueMin.QueryRow(q.id).Scan(&low); err != nil {
-		return t.dbFail(err)
-	}
-	t.touch(q.channel)
-	q.pCount--
-	q.pBytes -= size
-	if low.Valid {
-		q.pFloor = uint64(low.Int64)
-	} else {
-		q.pFloor = q.pNext
-	}
-	_, err := t.exec(t.c.updateFloor, int64(q.pFloor), q.pBytes, q.id)
-	return err
+	return q.removedRows(t, t.c.queueMin, 1, size)
 }
 
 func (q *queueStore) removed(off uint64) {
@@ -389,19 +385,9 @@ func (q *queueStore) ExpireOlderThan(t time.Time, max int) ([]store.Job, error) 
 	for len(out) < max {
 		var jobs []store.Job
 		err := q.p.readConn(func(c *conn) error {
-			rows, err := c.queueExpired.Query(q.id, int64(from), store.UnixNanos(t), max+16)
-			if err != nil {
-				return err
-			}
-			defer rows.Close()
-			for rows.Next() {
-				j, err := scanJob(rows.Scan)
-				if err != nil {
-					return err
-				}
-				jobs = append(jobs, j)
-			}
-			return rows.Err()
+			var err error
+			jobs, err = queryJobs(c.queueExpired, q.id, int64(from), store.UnixNanos(t), max+16)
+			return err
 		})
 		if err != nil {
 			return nil, q.p.mapErr("listing expired jobs on "+q.name, err)
