@@ -89,12 +89,14 @@ func TestOverlappingSubscriptionsDeliverOneCopyAtTheHighestGrantedQoS(t *testing
 		pub := dialRaw(t, addr, v)
 		pub.mustConnect(clientID(t, "pub"), nil)
 		pub.publishQoS2(topic+"/x", []byte("one"), 1)
-		p := sub.expectPublish()
-		if p.QoS != 1 {
-			t.Fatalf("delivered at QoS %d, want 1 (the highest granted)", p.QoS)
+		pub.publishQoS1(topic+"/x", []byte("end"), 2)
+		got := sub.readUntil("end")
+		if len(got) != 1 {
+			t.Fatalf("%d copies for two overlapping subscriptions, want one", len(got))
 		}
-		sub.ackDelivery(p)
-		sub.expectNothing("a second copy for the overlapping subscription")
+		if got[0].QoS != 1 {
+			t.Fatalf("delivered at QoS %d, want 1 (the highest granted)", got[0].QoS)
+		}
 	})
 }
 
@@ -113,16 +115,13 @@ func TestMqttOneCopyForOverlappingSubscriptionsCarriesEveryIdentifier(t *testing
 	pub := dialRaw(t, addr, codec.Version5)
 	pub.mustConnect(clientID(t, "pub"), nil)
 	pub.publishQoS1(topic+"/x", []byte("x"), 1)
+	pub.publishQoS1(topic+"/x", []byte("end"), 2)
 	var ids []int
-	copies := sub.ping()
-	for len(copies) == 0 {
-		copies = append(copies, sub.expectPublish())
-	}
+	copies := sub.readUntil("end")
 	for _, p := range copies {
 		for _, id := range p.Properties.SubscriptionIDs {
 			ids = append(ids, int(id))
 		}
-		sub.ackDelivery(p)
 	}
 	sort.Ints(ids)
 	if fmt.Sprint(ids) != "[5 6]" {
