@@ -69,6 +69,9 @@ type session struct {
 	// expiry is the Session Expiry Interval in force, seconds: 0 is a
 	// session that ends with its connection. Guarded by the shard lock.
 	expiry uint32
+	// quotaSaid: a max_subscriptions refusal was logged since the session
+	// last added a filter - one warning per episode (RFC 0002).
+	quotaSaid bool
 	// expiry is the generation of the pending expiry timer; a reconnect or a
 	// newer disconnect makes an older timer do nothing.
 	gen uint64
@@ -295,9 +298,16 @@ func (b *Broker) Subscribe(c netloop.Client, f []byte, o netloop.SubscribeOption
 	}
 	_, existed := s.filters[filter]
 	if !existed && len(s.filters) >= b.opts.MaxSubscriptions {
+		say := !s.quotaSaid
+		s.quotaSaid = true
 		sh.mu.Unlock()
-		b.log.Warn("subscription refused", "client_id", id, "code", codec.QuotaExceeded.String(), "why", "limits.max_subscriptions")
+		if say {
+			b.log.Warn("subscription refused", "client_id", id, "code", codec.QuotaExceeded.String(), "why", "limits.max_subscriptions", "max_subscriptions", b.opts.MaxSubscriptions)
+		}
 		return codec.QuotaExceeded, "past limits.max_subscriptions"
+	}
+	if !existed {
+		s.quotaSaid = false
 	}
 	sub := subscription{qos: min(o.QoS, 2), noLocal: o.NoLocal, retainAsPublished: o.RetainAsPublished, id: o.SubscriptionID}
 	s.filters[filter] = sub
