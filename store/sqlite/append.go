@@ -56,15 +56,7 @@ func (p *Provider) appendLog(name string, opts store.ChannelOptions) (*logStore,
 // Append implements store.AppendLog: one of the publish paths that share a
 // group commit. The record is durable before this returns.
 func (s *logStore) Append(r store.Record) (store.Record, error) {
-	o := getOp()
-	o.pub, o.ch, o.rec = pubAppend, s.channel, r
-	err := s.p.w.submit(o)
-	out := o.out
-	putOp(o)
-	if err != nil {
-		return store.Record{}, err
-	}
-	return out, nil
+	return s.publish(pubAppend, r)
 }
 
 // ReadFrom implements store.AppendLog: the floor, next and the records above

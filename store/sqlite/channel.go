@@ -71,6 +71,28 @@ func (ch *channel) Len() int { return int(ch.count.Load()) }
 // SetMaxBytes implements the channel's max_bytes (0 for none).
 func (ch *channel) SetMaxBytes(n int64) { ch.maxBytes.Store(n) }
 
+// write submits one record to the group commit as kind (an append, an
+// enqueue, a latest set or deletion) and waits for its outcome: the record
+// at its offset, and whether a latest deletion stored a tombstone.
+func (ch *channel) write(kind pubKind, r store.Record) (store.Record, bool, error) {
+	o := getOp()
+	o.pub, o.ch, o.rec = kind, ch, r
+	err := ch.p.w.submit(o)
+	out, ok := o.out, o.ok
+	putOp(o)
+	return out, ok, err
+}
+
+// publish is write for the paths that return the record alone, and no
+// record when it failed.
+func (ch *channel) publish(kind pubKind, r store.Record) (store.Record, error) {
+	out, _, err := ch.write(kind, r)
+	if err != nil {
+		return store.Record{}, err
+	}
+	return out, nil
+}
+
 // removedRows moves the pending counters for n rows of size bytes that t
 // deleted from anywhere in the channel, and raises the floor to the lowest
 // offset left, which lowest (a min(offset) statement) reads - next when none

@@ -126,23 +126,10 @@ func (w *writer) execLatest(t *wtx, o *op) {
 	o.ok = true
 }
 
-func (s *latestStore) write(kind pubKind, r store.Record) (store.Record, bool, error) {
-	o := getOp()
-	o.pub, o.ch, o.rec = kind, s.channel, r
-	err := s.p.w.submit(o)
-	out, ok := o.out, o.ok
-	putOp(o)
-	return out, ok, err
-}
-
 // Set implements store.Latest: one of the publish paths that share a group
 // commit.
 func (s *latestStore) Set(r store.Record) (store.Record, error) {
-	out, _, err := s.write(pubLatestSet, r)
-	if err != nil {
-		return store.Record{}, err
-	}
-	return out, nil
+	return s.publish(pubLatestSet, r)
 }
 
 // Delete implements store.Latest.

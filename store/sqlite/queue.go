@@ -107,15 +107,7 @@ func (q *queueStore) added(off uint64, size int64) {
 // Enqueue implements store.Queue: one of the publish paths that share a
 // group commit.
 func (q *queueStore) Enqueue(r store.Record) (store.Record, error) {
-	o := getOp()
-	o.pub, o.ch, o.rec = pubEnqueue, q.channel, r
-	err := q.p.w.submit(o)
-	out := o.out
-	putOp(o)
-	if err != nil {
-		return store.Record{}, err
-	}
-	return out, nil
+	return q.publish(pubEnqueue, r)
 }
 
 // Depth implements store.Queue.

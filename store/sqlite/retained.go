@@ -48,10 +48,7 @@ func (p *Provider) Retained(period time.Duration) (store.Retained, error) {
 // Set implements store.Retained. It goes through the publish batches and may
 // not use the reserve: a full provider refuses it, what is stored untouched.
 func (s *retainedStore) Set(r store.Record) error {
-	o := getOp()
-	o.pub, o.ch, o.rec = pubLatestSet, s.ch, r
-	err := s.ch.p.w.submit(o)
-	putOp(o)
+	_, _, err := s.ch.write(pubLatestSet, r)
 	return err
 }
 
