@@ -25,12 +25,10 @@ func (p *Provider) Append(name string, opts store.ChannelOptions) (store.AppendL
 }
 
 func (p *Provider) appendLog(name string, opts store.ChannelOptions) (*logStore, error) {
-	p.mu.Lock()
-	if s, ok := p.logs[name]; ok {
-		p.mu.Unlock()
-		return s, nil
-	}
-	p.mu.Unlock()
+	return openOnce(p, p.logs, name, func() (*logStore, error) { return p.openLog(name, opts) })
+}
+
+func (p *Provider) openLog(name string, opts store.ChannelOptions) (*logStore, error) {
 	ch, err := p.openChannel(name, kindAppend)
 	if err != nil {
 		return nil, err
@@ -43,14 +41,7 @@ func (p *Provider) appendLog(name string, opts store.ChannelOptions) (*logStore,
 	if err := p.dropExpiredPositions(ch); err != nil {
 		return nil, err
 	}
-	s := &logStore{channel: ch, positions: positions{ch}, holder: holder{ch, pubAppend}, opts: opts}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if other, ok := p.logs[name]; ok {
-		return other, nil
-	}
-	p.logs[name] = s
-	return s, nil
+	return &logStore{channel: ch, positions: positions{ch}, holder: holder{ch, pubAppend}, opts: opts}, nil
 }
 
 // Append implements store.AppendLog: one of the publish paths that share a

@@ -114,6 +114,30 @@ func (ch *channel) removedRows(t *wtx, lowest *sql.Stmt, n, size int64) error {
 	return err
 }
 
+// openOnce returns the store m keeps for name, or opens one and keeps it.
+// open runs without p.mu (it goes through the writer); when two callers open
+// the same name at once, the store kept first is the one both are given.
+func openOnce[S any](p *Provider, m map[string]S, name string, open func() (S, error)) (S, error) {
+	p.mu.Lock()
+	if s, ok := m[name]; ok {
+		p.mu.Unlock()
+		return s, nil
+	}
+	p.mu.Unlock()
+	s, err := open()
+	if err != nil {
+		var none S
+		return none, err
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if other, ok := m[name]; ok {
+		return other, nil
+	}
+	m[name] = s
+	return s, nil
+}
+
 // openChannel finds or creates the channels row for name. It runs on the
 // writer, so a new row and the counters read back are one serial step.
 func (p *Provider) openChannel(name, kind string) (*channel, error) {

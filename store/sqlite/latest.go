@@ -23,12 +23,14 @@ var _ store.Latest = (*latestStore)(nil)
 
 // Latest opens the latest channel name; asking twice returns the same store.
 func (p *Provider) Latest(name string, opts store.ChannelOptions) (store.Latest, error) {
-	p.mu.Lock()
-	if s, ok := p.latests[name]; ok {
-		p.mu.Unlock()
-		return s, nil
+	s, err := openOnce(p, p.latests, name, func() (*latestStore, error) { return p.openLatest(name, opts) })
+	if err != nil {
+		return nil, err
 	}
-	p.mu.Unlock()
+	return s, nil
+}
+
+func (p *Provider) openLatest(name string, opts store.ChannelOptions) (*latestStore, error) {
 	ch, err := p.openLatestChannel(name, kindLatest)
 	if err != nil {
 		return nil, err
@@ -36,14 +38,7 @@ func (p *Provider) Latest(name string, opts store.ChannelOptions) (store.Latest,
 	if err := p.dropExpiredPositions(ch); err != nil {
 		return nil, err
 	}
-	s := &latestStore{channel: ch, positions: positions{ch}, holder: holder{ch, pubLatestSet}, opts: opts}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if other, ok := p.latests[name]; ok {
-		return other, nil
-	}
-	p.latests[name] = s
-	return s, nil
+	return &latestStore{channel: ch, positions: positions{ch}, holder: holder{ch, pubLatestSet}, opts: opts}, nil
 }
 
 // openLatestChannel opens a channel kept in latest_values and counts its

@@ -44,12 +44,14 @@ var _ store.Queue = (*queueStore)(nil)
 // Queue opens the queue name with its dead-letter channel name+"__dlq" on
 // this same provider, so the move between them is one commit.
 func (p *Provider) Queue(name string, opts store.QueueOptions) (store.Queue, error) {
-	p.mu.Lock()
-	if s, ok := p.queues[name]; ok {
-		p.mu.Unlock()
-		return s, nil
+	q, err := openOnce(p, p.queues, name, func() (*queueStore, error) { return p.openQueue(name, opts) })
+	if err != nil {
+		return nil, err
 	}
-	p.mu.Unlock()
+	return q, nil
+}
+
+func (p *Provider) openQueue(name string, opts store.QueueOptions) (*queueStore, error) {
 	ch, err := p.openChannel(name, kindQueue)
 	if err != nil {
 		return nil, err
@@ -87,12 +89,6 @@ func (p *Provider) Queue(name string, opts store.QueueOptions) (store.Queue, err
 	if q.dlq, err = p.appendLog(name+store.DLQSuffix, opts.DLQ); err != nil {
 		return nil, err
 	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if other, ok := p.queues[name]; ok {
-		return other, nil
-	}
-	p.queues[name] = q
 	return q, nil
 }
 
