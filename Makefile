@@ -8,7 +8,7 @@ BENCHTIME ?= 1s
 SOAKTIME  ?= 30s
 CONFIG    ?= examples/saguin.yaml
 
-.PHONY: build test test-deps vet fuzz bench bench-full bench-deps demo soak clean
+.PHONY: build test test-deps vet fuzz bench bench-full bench-deps microbench demo soak clean
 
 build:
 	$(GO) build -o $(BIN) ./cmd/saguin
@@ -32,7 +32,6 @@ fuzz:
 	./scripts/fuzz-all.sh $(FUZZTIME)
 
 # Microbenchmarks of the hot path (codec, topic matching, stores), with allocations.
-.PHONY: microbench
 microbench:
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) ./codec/... ./store/...
 

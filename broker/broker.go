@@ -118,6 +118,13 @@ type session struct {
 	owed owedList
 	// holds are its exactly-once publishes between PUBREC and PUBREL.
 	holds map[uint16]heldPublish
+	// quotaSaid: a max_subscriptions refusal was logged since the session
+	// last added a filter - one warning per episode (RFC 0002).
+	quotaSaid bool
+	// takenFrom is the connection this session was taken over from while
+	// it still held it: its unfinished deliveries, handed back as it ends,
+	// belong to this session's new connection (resume.go).
+	takenFrom netloop.Client
 	// carry are the deliveries its last connection left unfinished, sent
 	// again first when it resumes (resume.go). Kept in memory only.
 	carry []netloop.Unfinished
@@ -220,11 +227,11 @@ func (b *Broker) Connect(c netloop.Client, req *netloop.ConnectRequest) (bool, c
 		// session is looked at: a refused CONNECT touches nothing (RFC 0003
 		// "Last Will": every topic a publish would be refused 0x90 for, and
 		// $SYS, which no client may publish to).
-		if code, why := b.checkTopic(req.Will.Topic); code != codec.Success {
-			b.log.Warn("connection refused: a Will that could never be delivered", "client_id", req.ClientID, "why", why)
+		if why := b.undeliverableWill(req.Will.Topic); why != "" {
+			b.log.Warn("connection refused", "client_id", req.ClientID, "code", codec.TopicNameInvalid.String(), "why", why)
 			return false, codec.TopicNameInvalid
 		}
-		will = willOf(req, c)
+		will = willOf(req)
 	}
 	sh := b.shard(req.ClientID)
 	sh.mu.Lock()
@@ -288,6 +295,10 @@ func (b *Broker) Connect(c netloop.Client, req *netloop.ConnectRequest) (bool, c
 	}
 	clear(s.carry)
 	s.carry = s.carry[:0]
+	s.takenFrom = nil
+	if present {
+		s.takenFrom = old
+	}
 	s.client.Store(&clientRef{c})
 	sh.mu.Unlock()
 	if old != nil {
@@ -555,6 +566,21 @@ func (b *Broker) checkTopic(t []byte) (codec.ReasonCode, string) {
 	return codec.Success, ""
 }
 
+// undeliverableWill names why a Will on topic could never be delivered - RFC
+// 0002's 0x90 at CONNECT - or returns "". A Will is a publish the broker
+// makes for the client later, so it is held to every rule a publish is, and
+// one that could only ever be refused is refused now, while the client can
+// still be told.
+func (b *Broker) undeliverableWill(t []byte) string {
+	if topic.ValidateName(string(t)) != nil {
+		return "the Will topic is not a topic name"
+	}
+	if code, why := b.checkTopic(t); code != codec.Success {
+		return "the Will topic: " + why
+	}
+	return ""
+}
+
 // Subscribe grants one filter (the QoS asked for, at most 2), records it in
 // the session store before the SUBACK, and sends the retained messages it
 // matches; a refusal comes with why.
@@ -584,9 +610,16 @@ func (b *Broker) Subscribe(c netloop.Client, f []byte, o netloop.SubscribeOption
 	}
 	prev, existed := s.filters[filter]
 	if !existed && len(s.filters) >= b.opts.MaxSubscriptions {
+		say := !s.quotaSaid
+		s.quotaSaid = true
 		sh.mu.Unlock()
-		b.log.Warn("subscription refused", "client_id", id, "code", codec.QuotaExceeded.String(), "why", "limits.max_subscriptions")
+		if say {
+			b.log.Warn("subscription refused", "client_id", id, "code", codec.QuotaExceeded.String(), "why", "limits.max_subscriptions", "max_subscriptions", b.opts.MaxSubscriptions)
+		}
 		return codec.QuotaExceeded, "past limits.max_subscriptions"
+	}
+	if !existed {
+		s.quotaSaid = false
 	}
 	sub := subscription{qos: min(o.QoS, 2), noLocal: o.NoLocal, retainAsPublished: o.RetainAsPublished,
 		retainHandling: o.RetainHandling, id: o.SubscriptionID, logOffset: b.sessions.Log().Next()}

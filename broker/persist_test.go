@@ -100,7 +100,7 @@ func (st stores) restart(t *testing.T, b *Broker, o Options) *Broker {
 	return st.broker(t, o)
 }
 
-func connectAs(t *testing.T, b *Broker, c netloop.Client, clean bool, expiry uint32, will *netloop.Will) (bool, codec.ReasonCode, *netloop.ConnectRequest) {
+func connectAs(t *testing.T, b *Broker, c netloop.Client, clean bool, expiry uint32, will *codec.Publish) (bool, codec.ReasonCode, *netloop.ConnectRequest) {
 	t.Helper()
 	req := &netloop.ConnectRequest{Version: 5, ClientID: c.ClientID(), CleanStart: clean, SessionExpiry: expiry, Will: will}
 	present, code := b.Connect(c, req)
@@ -320,7 +320,7 @@ func TestFullSessionStoreRefusesAWillQuotaExceeded(t *testing.T) {
 	st := newStores(t, 5000)
 	b := st.broker(t, Options{})
 	connectAs(t, b, &ackClient{id: "first"}, true, 60, nil)
-	_, code, _ := connectAs(t, b, &ackClient{id: "second"}, true, 60, &netloop.Will{Topic: []byte("w"), Payload: []byte("gone")})
+	_, code, _ := connectAs(t, b, &ackClient{id: "second"}, true, 60, &codec.Publish{Topic: []byte("w"), Payload: []byte("gone")})
 	if code != codec.QuotaExceeded {
 		t.Fatalf("CONNECT with a Will the store has no room for answered 0x%02x, want 0x97", byte(code))
 	}

@@ -26,8 +26,9 @@ func (b *Broker) Unfinished(c netloop.Client, u []netloop.Unfinished) {
 	case ref != nil && ref.c == c:
 		// Still its own: kept for whichever connection resumes it.
 		s.carry = append(s.carry[:0], u...)
-	case ref != nil:
-		// Taken over while these were out: the new connection has them.
+	case ref != nil && s.takenFrom == c:
+		// Taken over while these were out: the resuming connection has them.
+		// A session begun new (Clean Start) is another session: nothing.
 		b.sendCarried(s, ref.c, u)
 	}
 }

@@ -11,21 +11,19 @@ import (
 // willOf copies the CONNECT's Will into the form the session store keeps:
 // its own memory, its publish properties in the record encoding, its User
 // Properties as headers, and the name its client authenticated as.
-func willOf(req *netloop.ConnectRequest, c netloop.Client) *store.Will {
+func willOf(req *netloop.ConnectRequest) *store.Will {
 	w := req.Will
 	sw := &store.Will{
 		Topic:    string(w.Topic),
 		Payload:  append([]byte{}, w.Payload...),
 		QoS:      w.QoS,
 		Retain:   w.Retain,
-		Delay:    time.Duration(w.Delay) * time.Second,
+		Delay:    time.Duration(w.Properties.WillDelay) * time.Second,
 		AuthName: string(req.Username),
+		Props:    encodeProps(&w.Properties),
 	}
-	if w.Props != nil {
-		sw.Props = encodeProps(w.Props)
-		for _, u := range w.Props.User {
-			sw.Headers = append(sw.Headers, store.Header{Key: string(u.Key), Value: string(u.Value)})
-		}
+	for _, u := range w.Properties.User {
+		sw.Headers = append(sw.Headers, store.Header{Key: string(u.Key), Value: string(u.Value)})
 	}
 	return sw
 }

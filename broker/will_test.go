@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"saguin/codec"
 	"saguin/netloop"
 )
 
@@ -16,8 +17,17 @@ func watcher(t *testing.T, b *Broker, topic string) *ackClient {
 	return w
 }
 
-func will(delay uint32) *netloop.Will {
-	return &netloop.Will{Topic: []byte("status/dev"), Payload: []byte("offline"), QoS: 1, Delay: delay}
+func will(delay uint32) *codec.Publish {
+	return willOn("status/dev", "offline", delay)
+}
+
+func willOn(topic, payload string, delay uint32) *codec.Publish {
+	w := &codec.Publish{Topic: []byte(topic), Payload: []byte(payload), QoS: 1}
+	if delay > 0 {
+		w.Properties.WillDelay = delay
+		w.Properties.Present.Set(codec.PropWillDelay)
+	}
+	return w
 }
 
 func TestWillIsPublishedWhenTheConnectionEndsWithoutDisconnect(t *testing.T) {
@@ -175,7 +185,7 @@ func TestTakenOverConnectionsWillIsPublishedOnlyWithoutDelay(t *testing.T) {
 	connectAs(t, b, &ackClient{id: "dev"}, false, 60, nil)
 	w.waitPayloads(t, "offline")
 
-	connectAs(t, b, &ackClient{id: "dev2"}, true, 60, &netloop.Will{Topic: []byte("status/dev2"), Payload: []byte("x"), QoS: 1, Delay: 60})
+	connectAs(t, b, &ackClient{id: "dev2"}, true, 60, willOn("status/dev2", "x", 60))
 	connectAs(t, b, &ackClient{id: "dev2"}, false, 60, nil)
 	publish(b, "p", "status/marker", "after", 1, false)
 	w.waitPayloads(t, "offline", "after")

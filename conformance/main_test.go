@@ -24,11 +24,16 @@ import (
 
 var (
 	brokerFlag = flag.String("broker", "", "host:port of a running broker to aim the plain-MQTT tests at")
+	binaryFlag = flag.String("binary", "", "a saguin binary to start instead of building one (a -race build, say)")
 	binPath    string
 )
 
 func TestMain(m *testing.M) {
 	flag.Parse()
+	if *binaryFlag != "" {
+		binPath = *binaryFlag
+		os.Exit(m.Run())
+	}
 	dir, err := os.MkdirTemp("", "saguin-conformance-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

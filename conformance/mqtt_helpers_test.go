@@ -483,3 +483,41 @@ func (c *raw) ackDelivery(p *codec.Publish) {
 		c.sendAck(codec.TypePuback, p.PacketID)
 	}
 }
+
+// readUntil reads what the broker sends c, completing each exchange as a
+// client would (PUBACK, PUBREC, PUBCOMP), until a PUBLISH carrying marker
+// arrives, and returns the PUBLISHes before it. A publisher's messages reach
+// a subscriber in order, so publishing marker last bounds a count without
+// waiting on a clock.
+func (c *raw) readUntil(marker string) []*codec.Publish {
+	c.t.Helper()
+	var got []*codec.Publish
+	for {
+		h, body := c.read()
+		switch h.Type {
+		case codec.TypePublish:
+			var p codec.Publish
+			if err := p.Decode(h, body, c.version); err != nil {
+				c.t.Fatal(err)
+			}
+			switch p.QoS {
+			case 1:
+				c.sendAck(codec.TypePuback, p.PacketID)
+			case 2:
+				c.sendAck(codec.TypePubrec, p.PacketID)
+			}
+			if string(p.Payload) == marker {
+				return got
+			}
+			got = append(got, &p)
+		case codec.TypePubrel:
+			var a codec.Ack
+			if err := a.Decode(h, body, c.version); err != nil {
+				c.t.Fatal(err)
+			}
+			c.sendAck(codec.TypePubcomp, a.PacketID)
+		default:
+			c.t.Fatalf("want PUBLISH or PUBREL, got %s", h.Type)
+		}
+	}
+}

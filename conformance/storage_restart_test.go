@@ -223,7 +223,7 @@ func TestWillWaitingOutItsDelayIsPublishedAfterKill9(t *testing.T) {
 	}
 }
 
-func TestGracefulStopPublishesNoWillForTheClientsItDisconnects(t *testing.T) {
+func TestGracefulStopKeepsTheConnectedClientsWillUnpublishedAndItsSessionPresent(t *testing.T) {
 	dir := t.TempDir()
 	b := startStored(t, dir, "snapshot")
 	dev := dialRaw(t, b.addr, codec.Version5)

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"saguin/codec"
-	"saguin/codec/topic"
 )
 
 // connack311Version is the CONNACK refusing an unacceptable protocol version
@@ -105,13 +104,6 @@ func (c *Conn) onConnect(h codec.Header, body []byte, sc *scratch) {
 			return
 		}
 	}
-	if cp.WillFlag {
-		if rule := c.undeliverableWill(cp.WillTopic); rule != "" {
-			c.refuse(v, mapCode(v, codec.TopicNameInvalid), sc, rule)
-			return
-		}
-	}
-
 	// Session Expiry: capped at max_session_expiry, and told when capped.
 	maxExpiry := uint32(min(o.MaxSessionExpiry/time.Second, 1<<32-1))
 	asked := uint32(0)
@@ -162,14 +154,13 @@ func (c *Conn) onConnect(h codec.Header, body []byte, sc *scratch) {
 		Door:          c.door,
 		Remote:        c.t.RemoteAddr(),
 	}
-	var will Will
 	if cp.WillFlag {
-		will = Will{Topic: cp.WillTopic, Payload: cp.WillPayload, QoS: cp.WillQoS, Retain: cp.WillRetain}
-		if v == codec.Version5 {
-			will.Delay = cp.WillProperties.WillDelay
-			will.Props = &cp.WillProperties
-		}
-		req.Will = &will
+		w := &sc.publish
+		w.Dup, w.QoS, w.Retain, w.PacketID = false, cp.WillQoS, cp.WillRetain, 0
+		w.Topic, w.Payload = cp.WillTopic, cp.WillPayload
+		w.Properties = cp.WillProperties
+		req.Will = w
+		defer func() { w.Properties = codec.Properties{} }() // the CONNECT's slices stay the CONNECT's
 	}
 	present, code := o.Handler.Connect(c, &req)
 	if code != codec.Success {
@@ -234,21 +225,6 @@ func answerable311(e *codec.Error) bool {
 		}
 	}
 	return e.Rule == codec.RuleUserNameUTF8
-}
-
-// undeliverableWill names why a Will topic could never be delivered (0x90,
-// RFC 0002), or returns "".
-func (c *Conn) undeliverableWill(t []byte) string {
-	s := string(t)
-	switch {
-	case topic.ValidateName(s) != nil:
-		return "Will topic is not a topic name"
-	case strings.HasPrefix(s, "$saguin/"):
-		return "Will topic is in the reserved $saguin/ space"
-	case strings.HasPrefix(s, "$SYS"):
-		return "Will topic is in the $SYS tree"
-	}
-	return ""
 }
 
 // mapCode is code in v's vocabulary: itself under MQTT 5, the 3.1.1 return

@@ -41,28 +41,16 @@ type ConnectRequest struct {
 	SessionExpiry uint32 // already capped at max_session_expiry
 	Username      []byte
 	Password      []byte
-	Door          string // the listener's name
-	Remote        string
-	// Will is the Last Will the CONNECT armed, nil for none. Its slices
-	// alias the read buffer: valid only during Connect.
-	Will *Will
+	// Will is the CONNECT's Will Message, nil when it carries none. Its
+	// slices alias the read buffer like every other argument.
+	Will   *codec.Publish
+	Door   string // the listener's name
+	Remote string
 	// SessionExpiryShortened is set by the handler when it grants less than
 	// SessionExpiry (it lowers SessionExpiry too): a session store with no
 	// room keeps the session only as long as its connection, and the CONNACK
 	// says so (RFC 0002 "Every session's state: broker.session").
 	SessionExpiryShortened bool
-}
-
-// Will is a CONNECT's Last Will.
-type Will struct {
-	Topic   []byte
-	Payload []byte
-	QoS     byte
-	Retain  bool
-	// Delay is the Will Delay Interval in seconds (MQTT 5; 0 for 3.1.1).
-	Delay uint32
-	// Props are the Will's publish properties (MQTT 5), nil for none.
-	Props *codec.Properties
 }
 
 // ExactlyOnce is implemented by a handler that holds the client's QoS 2
@@ -115,6 +103,20 @@ type Delivery struct {
 	Released bool
 }
 
+// Client is a connection as the broker holds it. Its methods are safe from any
+// goroutine and never block: a slow or deaf client can only fill its own
+// bounded queue, never hold the caller (invariant 16).
+type Client interface {
+	ClientID() string
+	Version() byte
+	// Deliver queues m for this client as d says. It reports false when
+	// the delivery was shed because the client's outbound queue is full.
+	Deliver(m *Message, d Delivery) bool
+	// Kick ends the connection: an MQTT 5 client is sent DISCONNECT with
+	// reason first, a 3.1.1 one is closed.
+	Kick(reason codec.ReasonCode)
+}
+
 // Unfinished is one QoS 1 or 2 delivery a connection ended without
 // finishing: on the wire and unacknowledged (PacketID set), awaiting its
 // PUBCOMP (Released), or still queued (PacketID 0).
@@ -129,18 +131,4 @@ type Unfinished struct {
 // deliveries were sent.
 type ResumeHandler interface {
 	Unfinished(c Client, u []Unfinished)
-}
-
-// Client is a connection as the broker holds it. Its methods are safe from any
-// goroutine and never block: a slow or deaf client can only fill its own
-// bounded queue, never hold the caller (invariant 16).
-type Client interface {
-	ClientID() string
-	Version() byte
-	// Deliver queues m for this client as d says. It reports false when
-	// the delivery was shed because the client's outbound queue is full.
-	Deliver(m *Message, d Delivery) bool
-	// Kick ends the connection: an MQTT 5 client is sent DISCONNECT with
-	// reason first, a 3.1.1 one is closed.
-	Kick(reason codec.ReasonCode)
 }

@@ -91,3 +91,81 @@ func BenchmarkQoS0Publish(b *testing.B) {
 		}
 	}
 }
+
+// ackingBroker accepts one connection, answers CONNECT with a CONNACK and
+// every QoS 1 PUBLISH with its PUBACK, doing nothing else: the cheapest peer
+// there can be, so that a round trip against it is the generator's own floor.
+func ackingBroker(b *testing.B) string {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { l.Close() })
+	go func() {
+		c, err := l.Accept()
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		buf := make([]byte, 64<<10)
+		var out []byte
+		start, end := 0, 0
+		connected := false
+		for {
+			n, err := c.Read(buf[end:])
+			if err != nil {
+				return
+			}
+			end += n
+			out = out[:0]
+			for {
+				h, err := codec.ReadHeader(buf[start:end], 0)
+				if err != nil || end-start < h.Total() {
+					break
+				}
+				body := buf[start+h.HeaderLen : start+h.Total()]
+				start += h.Total()
+				switch {
+				case !connected:
+					connected = true
+					ack := codec.Connack{}
+					out = ack.Append(out, codec.Version5)
+				case h.Type == codec.TypePublish && len(body) >= 2:
+					// QoS 1: the packet identifier follows the topic.
+					topicLen := int(body[0])<<8 | int(body[1])
+					id := uint16(body[2+topicLen])<<8 | uint16(body[3+topicLen])
+					ack := codec.Ack{Type: codec.TypePuback, PacketID: id}
+					out = ack.Append(out, codec.Version5)
+				}
+			}
+			copy(buf, buf[start:end])
+			end -= start
+			start = 0
+			if len(out) > 0 {
+				if _, err := c.Write(out); err != nil {
+					return
+				}
+			}
+		}
+	}()
+	return l.Addr().String()
+}
+
+// BenchmarkQoS1RoundTrip is pub-q1/1's publisher against a peer that only
+// acknowledges: one PUBLISH, one PUBACK, the next PUBLISH. Its ns/op is the
+// floor the generator and loopback put under every broker's round trip.
+func BenchmarkQoS1RoundTrip(b *testing.B) {
+	c, err := Dial(context.Background(), Options{Addr: ackingBroker(b), ClientID: "bench"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer c.Close()
+	c.Start(1)
+	topic, payload := []byte("bench/pubq1/0"), make([]byte, 128)
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := c.PublishQoS1(context.Background(), topic, payload); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -9,11 +9,11 @@ import (
 	"saguin/bench/proc"
 )
 
-func idleConns(n int) Case {
+func idleConns(p Profile, n int) Case {
 	return Case{
 		Name:     fmt.Sprintf("conns/%d", n),
 		Scenario: "conns",
-		Measures: fmt.Sprintf("%d MQTT 5 connections opened (TCP connect, CONNECT, CONNACK, a few dials at a time) and then held idle for the window; resident memory a connection, and connections a second", n),
+		Measures: fmt.Sprintf("%d MQTT 5 connections opened (TCP connect, CONNECT, CONNACK, %d at a time) and then held idle for the window; resident memory a connection, and connections a second", n, p.ConnectConcurrency),
 		Metrics: []Metric{
 			{Key: "rss_per_conn_kib", Label: "RSS per connection", Unit: "KiB", Better: LowerIsBetter},
 			{Key: "connects_per_s", Label: "connect rate", Unit: "/s", Better: HigherIsBetter},

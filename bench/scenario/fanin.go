@@ -17,7 +17,7 @@ func faninQ0(p Profile) Case {
 	return Case{
 		Name:     "fanin-q0",
 		Scenario: "fanin-q0",
-		Measures: fmt.Sprintf("%d publishers send %d-byte QoS 0 messages as fast as one wildcard subscriber receives them; messages received a second", p.FaninPublishers, p.FaninPayload),
+		Measures: fmt.Sprintf("%d publishers send %d-byte QoS 0 messages to one wildcard subscriber, at most %d ahead of what it has received; messages received a second", p.FaninPublishers, p.FaninPayload, p.FaninWindow),
 		Metrics: []Metric{
 			{Key: "received_per_s", Label: "received", Unit: "msg/s", Better: HigherIsBetter},
 			{Key: "lost_pct", Label: "lost", Unit: "%", Better: LowerIsBetter},

@@ -69,7 +69,7 @@ func Cases(p Profile) []Case {
 	}
 	cs = append(cs, latencyQ1(p))
 	for _, n := range p.IdleConns {
-		cs = append(cs, idleConns(n))
+		cs = append(cs, idleConns(p, n))
 	}
 	cs = append(cs, slowSubscriber(p))
 	return cs

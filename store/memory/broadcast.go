@@ -2,7 +2,6 @@ package memory
 
 import (
 	"fmt"
-	"sync"
 
 	"saguin/store"
 )
@@ -17,20 +16,14 @@ type bentry struct {
 // release costs the same wherever the message sits; the released prefix is
 // dropped once it is half the slice.
 type bcastLog struct {
-	p *Provider
-
-	mu      sync.Mutex
+	chanCore
 	entries []bentry
 	base    uint64
-	next    uint64
-	floor   uint64
-	bytes   int64
 	count   int
-	holds   holdSet
 }
 
 func newBcastLog(p *Provider) *bcastLog {
-	return &bcastLog{p: p, base: 1, next: 1, floor: 1}
+	return &bcastLog{chanCore: newChanCore(p, store.BroadcastName, "broadcast log"), base: 1}
 }
 
 func (b *bcastLog) restore(st *sessionsState) {
@@ -47,23 +40,11 @@ func (b *bcastLog) restore(st *sessionsState) {
 		b.count++
 	}
 	b.p.chargeRelief(b.bytes)
-	for _, h := range st.log.holds {
-		b.holds.put(h)
-	}
-	b.p.chargeRelief(b.holds.bytes())
+	b.restoreHolds(st.log.holds)
 }
 
 // Name implements store.Counters.
-func (b *bcastLog) Name() string { return store.BroadcastName }
-
-// Next implements store.Counters.
-func (b *bcastLog) Next() uint64 { b.mu.Lock(); defer b.mu.Unlock(); return b.next }
-
-// Floor implements store.Counters.
-func (b *bcastLog) Floor() uint64 { b.mu.Lock(); defer b.mu.Unlock(); return b.floor }
-
-// Bytes implements store.Counters.
-func (b *bcastLog) Bytes() int64 { b.mu.Lock(); defer b.mu.Unlock(); return b.bytes }
+func (b *bcastLog) Name() string { return b.name }
 
 // Len implements store.Counters.
 func (b *bcastLog) Len() int { b.mu.Lock(); defer b.mu.Unlock(); return b.count }
@@ -158,50 +139,17 @@ func (b *bcastLog) Oldest(max int) ([]uint64, error) {
 	return out, nil
 }
 
-// Hold implements store.Holder.
-func (b *bcastLog) Hold(h store.Held) error {
-	h.Record.Offset = 0
-	if err := b.p.charge(store.RecordSize(&h.Record)); err != nil {
-		return fmt.Errorf("broadcast log: holding %s/%d: %w", h.ClientID, h.PacketID, err)
-	}
-	b.mu.Lock()
-	old, had := b.holds.put(h)
-	b.mu.Unlock()
-	if had {
-		b.p.refund(store.RecordSize(&old.Record))
-	}
-	return nil
-}
-
 // ReleaseHeld implements store.Holder.
 func (b *bcastLog) ReleaseHeld(clientID string, packetID uint16) (store.Record, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	h, ok := b.holds.take(clientID, packetID)
-	if !ok {
-		return store.Record{}, fmt.Errorf("broadcast log: no held publish %s/%d: %w", clientID, packetID, store.ErrNotFound)
+	r, size, err := b.takeHeld(clientID, packetID, 0)
+	if err != nil {
+		return store.Record{}, err
 	}
-	e := store.BroadcastEntry{Record: h.Record}
-	b.appendLocked(&e, store.RecordSize(&h.Record))
+	e := store.BroadcastEntry{Record: r}
+	b.appendLocked(&e, size)
 	return e.Record, nil
-}
-
-// DropHeld implements store.Holder.
-func (b *bcastLog) DropHeld(clientID string, packetID uint16) (bool, error) {
-	b.mu.Lock()
-	h, ok := b.holds.take(clientID, packetID)
-	b.mu.Unlock()
-	if ok {
-		b.p.refund(store.RecordSize(&h.Record))
-	}
-	return ok, nil
-}
-
-// Held implements store.Holder.
-func (b *bcastLog) Held() ([]store.Held, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.holds.list(), nil
 }
 
 func (b *bcastLog) copyOut(st *sessionsState) {

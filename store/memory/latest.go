@@ -3,7 +3,6 @@ package memory
 import (
 	"fmt"
 	"sort"
-	"sync"
 	"time"
 
 	"saguin/store"
@@ -22,36 +21,15 @@ type latestEntry struct {
 // slot and appends the new one; gone slots are compacted away when they are
 // half the slice.
 type latestStore struct {
-	p    *Provider
-	name string
-
-	mu      sync.Mutex
-	opts    store.ChannelOptions
+	readChannel
 	entries []latestEntry
 	gone    int
 	topics  map[string]int
-	next    uint64
-	floor   uint64
-	bytes   int64
 	values  int // current, non-deleted values
-	pos     positionSet
-	holds   holdSet
 }
 
 func newLatestStore(p *Provider, name string, opts store.ChannelOptions) *latestStore {
-	return &latestStore{p: p, name: name, opts: opts, topics: map[string]int{}, next: 1, floor: 1}
-}
-
-func (l *latestStore) setOptions(o store.ChannelOptions) {
-	l.mu.Lock()
-	l.opts = o
-	l.mu.Unlock()
-}
-
-func (l *latestStore) options() store.ChannelOptions {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.opts
+	return &latestStore{readChannel: newReadChannel(p, name, "latest channel "+name, opts), topics: map[string]int{}}
 }
 
 func (l *latestStore) restore(d *channelData) error {
@@ -72,25 +50,12 @@ func (l *latestStore) restore(d *channelData) error {
 	}
 	l.p.chargeRelief(l.bytes)
 	l.p.restorePositions(l.name, &l.pos, d.positions)
-	for _, h := range d.holds {
-		l.holds.put(h)
-	}
-	l.p.chargeRelief(l.holds.bytes())
+	l.restoreHolds(d.holds)
 	return nil
 }
 
 // Name implements store.Counters.
 func (l *latestStore) Name() string { return l.name }
-
-// Next implements store.Counters.
-func (l *latestStore) Next() uint64 { l.mu.Lock(); defer l.mu.Unlock(); return l.next }
-
-// Floor implements store.Counters: one past the highest offset retention
-// removed. A reader whose position is below it may have missed a deletion.
-func (l *latestStore) Floor() uint64 { l.mu.Lock(); defer l.mu.Unlock(); return l.floor }
-
-// Bytes implements store.Counters.
-func (l *latestStore) Bytes() int64 { l.mu.Lock(); defer l.mu.Unlock(); return l.bytes }
 
 // Len implements store.Counters: values and tombstones held.
 func (l *latestStore) Len() int { l.mu.Lock(); defer l.mu.Unlock(); return len(l.topics) }
@@ -275,93 +240,27 @@ func (l *latestStore) compact() {
 	l.gone = 0
 }
 
-// Position implements store.Positions.
-func (l *latestStore) Position(reader string) (store.Position, bool, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	p, ok := l.pos.get(reader)
-	return p, ok, nil
-}
-
-// SavePosition implements store.Positions.
-func (l *latestStore) SavePosition(p store.Position) error {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if p.Offset > l.next {
-		return fmt.Errorf("latest channel %s: position %d of %s is beyond next %d", l.name, p.Offset, p.Reader, l.next)
-	}
-	l.pos.save(p)
-	return nil
-}
-
-// DropPosition implements store.Positions.
-func (l *latestStore) DropPosition(reader string) (bool, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.pos.drop(reader), nil
-}
-
-// LowestPosition implements store.Positions.
-func (l *latestStore) LowestPosition() (uint64, int) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.pos.lowest(l.next)
-}
-
-// Hold implements store.Holder.
-func (l *latestStore) Hold(h store.Held) error {
-	h.Record.Offset = 0
-	if err := l.p.charge(store.RecordSize(&h.Record)); err != nil {
-		return fmt.Errorf("latest channel %s: holding %s/%d: %w", l.name, h.ClientID, h.PacketID, err)
-	}
-	l.mu.Lock()
-	old, had := l.holds.put(h)
-	l.mu.Unlock()
-	if had {
-		l.p.refund(store.RecordSize(&old.Record))
-	}
-	return nil
-}
-
 // ReleaseHeld implements store.Holder: the held record becomes the topic's
 // value (or its deletion, for an empty payload) under one lock.
 func (l *latestStore) ReleaseHeld(clientID string, packetID uint16) (store.Record, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	h, ok := l.holds.take(clientID, packetID)
-	if !ok {
-		return store.Record{}, fmt.Errorf("latest channel %s: no held publish %s/%d: %w", l.name, clientID, packetID, store.ErrNotFound)
+	r, size, err := l.takeHeld(clientID, packetID, 0)
+	if err != nil {
+		return store.Record{}, err
 	}
 	// The hold's bytes are handed to the value: refund, then charge as relief.
-	l.p.refund(store.RecordSize(&h.Record))
-	if len(h.Record.Payload) == 0 {
-		i, had := l.topics[h.Record.Topic]
+	l.p.refund(size)
+	if len(r.Payload) == 0 {
+		i, had := l.topics[r.Topic]
 		if !had || l.entries[i].v.Deleted {
-			return h.Record, nil
+			return r, nil
 		}
-		v, err := l.putLocked(store.Value{Record: h.Record, Deleted: true}, true)
+		v, err := l.putLocked(store.Value{Record: r, Deleted: true}, true)
 		return v.Record, err
 	}
-	v, err := l.putLocked(store.Value{Record: h.Record}, true)
+	v, err := l.putLocked(store.Value{Record: r}, true)
 	return v.Record, err
-}
-
-// DropHeld implements store.Holder.
-func (l *latestStore) DropHeld(clientID string, packetID uint16) (bool, error) {
-	l.mu.Lock()
-	h, ok := l.holds.take(clientID, packetID)
-	l.mu.Unlock()
-	if ok {
-		l.p.refund(store.RecordSize(&h.Record))
-	}
-	return ok, nil
-}
-
-// Held implements store.Holder.
-func (l *latestStore) Held() ([]store.Held, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.holds.list(), nil
 }
 
 func (l *latestStore) copyOut() channelData {

@@ -2,7 +2,6 @@ package memory
 
 import (
 	"fmt"
-	"sync"
 	"time"
 
 	"saguin/store"
@@ -24,19 +23,10 @@ const (
 // counted - and drops a chunk when its last record goes, so nothing is ever
 // shuffled under the channel's lock.
 type logStore struct {
-	p    *Provider
-	name string
-
-	mu     sync.Mutex
-	opts   store.ChannelOptions
+	readChannel
 	chunks [][]store.Record
 	head   int // index in chunks[0] of the record at floor
 	live   int
-	next   uint64
-	floor  uint64
-	bytes  int64
-	pos    positionSet
-	holds  holdSet
 }
 
 // at is the record at offset o (floor <= o < next).
@@ -80,19 +70,7 @@ func (l *logStore) popFront() int64 {
 }
 
 func newLogStore(p *Provider, name string, opts store.ChannelOptions) *logStore {
-	return &logStore{p: p, name: name, opts: opts, next: 1, floor: 1}
-}
-
-func (l *logStore) setOptions(o store.ChannelOptions) {
-	l.mu.Lock()
-	l.opts = o
-	l.mu.Unlock()
-}
-
-func (l *logStore) options() store.ChannelOptions {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.opts
+	return &logStore{readChannel: newReadChannel(p, name, "channel "+name, opts)}
 }
 
 // restore loads a decoded channel (already checked by the decoder). The
@@ -112,36 +90,12 @@ func (l *logStore) restore(d *channelData) error {
 	}
 	l.p.chargeRelief(l.bytes)
 	l.p.restorePositions(l.name, &l.pos, d.positions)
-	for _, h := range d.holds {
-		l.holds.put(h)
-	}
-	l.p.chargeRelief(l.holds.bytes())
+	l.restoreHolds(d.holds)
 	return nil
 }
 
 // Name implements store.Counters.
 func (l *logStore) Name() string { return l.name }
-
-// Next implements store.Counters.
-func (l *logStore) Next() uint64 {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.next
-}
-
-// Floor implements store.Counters.
-func (l *logStore) Floor() uint64 {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.floor
-}
-
-// Bytes implements store.Counters.
-func (l *logStore) Bytes() int64 {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.bytes
-}
 
 // Len implements store.Counters.
 func (l *logStore) Len() int {
@@ -288,92 +242,18 @@ func (l *logStore) sweepAge(now time.Time) int {
 	return n
 }
 
-// Position implements store.Positions.
-func (l *logStore) Position(reader string) (store.Position, bool, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	p, ok := l.pos.get(reader)
-	return p, ok, nil
-}
-
-// SavePosition implements store.Positions. A position beyond next names a
-// record that does not exist and is refused.
-func (l *logStore) SavePosition(p store.Position) error {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if p.Offset > l.next {
-		return fmt.Errorf("channel %s: position %d of %s is beyond next %d", l.name, p.Offset, p.Reader, l.next)
-	}
-	l.pos.save(p)
-	return nil
-}
-
-// DropPosition implements store.Positions.
-func (l *logStore) DropPosition(reader string) (bool, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.pos.drop(reader), nil
-}
-
-// LowestPosition implements store.Positions.
-func (l *logStore) LowestPosition() (uint64, int) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.pos.lowest(l.next)
-}
-
-// Hold implements store.Holder.
-func (l *logStore) Hold(h store.Held) error {
-	h.Record.Offset = 0
-	size := store.RecordSize(&h.Record)
-	if err := l.p.charge(size); err != nil {
-		return fmt.Errorf("channel %s: holding %s/%d: %w", l.name, h.ClientID, h.PacketID, err)
-	}
-	l.mu.Lock()
-	old, had := l.holds.put(h)
-	l.mu.Unlock()
-	if had {
-		l.p.refund(store.RecordSize(&old.Record))
-	}
-	return nil
-}
-
 // ReleaseHeld implements store.Holder: the record moves from the hold to the
 // log under one lock, so it is never in both and never in neither. The bytes
 // it was charged as a hold are what it is charged as a record.
 func (l *logStore) ReleaseHeld(clientID string, packetID uint16) (store.Record, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	h, ok := l.holds.m[holdKey{clientID, packetID}]
-	if !ok {
-		return store.Record{}, fmt.Errorf("channel %s: no held publish %s/%d: %w", l.name, clientID, packetID, store.ErrNotFound)
+	r, size, err := l.takeHeld(clientID, packetID, l.opts.MaxBytes)
+	if err != nil {
+		return store.Record{}, err
 	}
-	size := store.RecordSize(&h.Record)
-	if l.opts.MaxBytes > 0 && l.bytes+size > l.opts.MaxBytes {
-		return store.Record{}, fmt.Errorf("channel %s: releasing %s/%d: %w", l.name, clientID, packetID, store.ErrChannelFull)
-	}
-	l.holds.take(clientID, packetID)
-	r := h.Record
 	l.appendLocked(&r, size)
 	return r, nil
-}
-
-// DropHeld implements store.Holder.
-func (l *logStore) DropHeld(clientID string, packetID uint16) (bool, error) {
-	l.mu.Lock()
-	h, ok := l.holds.take(clientID, packetID)
-	l.mu.Unlock()
-	if ok {
-		l.p.refund(store.RecordSize(&h.Record))
-	}
-	return ok, nil
-}
-
-// Held implements store.Holder.
-func (l *logStore) Held() ([]store.Held, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.holds.list(), nil
 }
 
 // copyOut copies the channel's state for a snapshot: the records from floor

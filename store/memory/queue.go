@@ -2,7 +2,6 @@ package memory
 
 import (
 	"fmt"
-	"sync"
 	"time"
 
 	"saguin/store"
@@ -25,26 +24,20 @@ type qjob struct {
 // they are half the slice. The dead-letter move holds the queue's lock and
 // takes the log's inside it (queue -> log, never the reverse).
 type queueStore struct {
-	p    *Provider
-	name string
-	dlq  *logStore
+	chanCore
+	dlq *logStore
 
-	mu       sync.Mutex
 	maxBytes int64
 	backoff  func(uint32) time.Duration
 	jobs     []*qjob
 	head     int // jobs[:head] are all gone
 	gone     int
 	byOffset map[uint64]*qjob
-	next     uint64
-	floor    uint64
-	bytes    int64
 	depth    int
-	holds    holdSet
 }
 
 func newQueueStore(p *Provider, name string, maxBytes int64, dlq *logStore) *queueStore {
-	return &queueStore{p: p, name: name, dlq: dlq, maxBytes: maxBytes, byOffset: map[uint64]*qjob{}, next: 1, floor: 1}
+	return &queueStore{chanCore: newChanCore(p, name, "queue "+name), dlq: dlq, maxBytes: maxBytes, byOffset: map[uint64]*qjob{}}
 }
 
 // restore loads jobs: every one comes back available, with no epoch, holder
@@ -61,24 +54,12 @@ func (q *queueStore) restore(d *channelData) error {
 		q.depth++
 	}
 	q.p.chargeRelief(q.bytes)
-	for _, h := range d.holds {
-		q.holds.put(h)
-	}
-	q.p.chargeRelief(q.holds.bytes())
+	q.restoreHolds(d.holds)
 	return nil
 }
 
 // Name implements store.Counters.
 func (q *queueStore) Name() string { return q.name }
-
-// Next implements store.Counters.
-func (q *queueStore) Next() uint64 { q.mu.Lock(); defer q.mu.Unlock(); return q.next }
-
-// Floor implements store.Counters: the lowest unresolved offset, or next.
-func (q *queueStore) Floor() uint64 { q.mu.Lock(); defer q.mu.Unlock(); return q.floor }
-
-// Bytes implements store.Counters.
-func (q *queueStore) Bytes() int64 { q.mu.Lock(); defer q.mu.Unlock(); return q.bytes }
 
 // Len implements store.Counters.
 func (q *queueStore) Len() int { q.mu.Lock(); defer q.mu.Unlock(); return q.depth }
@@ -162,6 +143,19 @@ func (q *queueStore) current(d store.Delivery) (*qjob, error) {
 	return j, nil
 }
 
+// delivered is current for the calls that need the job out with a worker
+// (Lease, Resolve, Release): a delivery with epoch 0 names no delivery.
+func (q *queueStore) delivered(d store.Delivery) (*qjob, error) {
+	j, err := q.current(d)
+	if err != nil {
+		return nil, err
+	}
+	if d.Epoch == 0 {
+		return nil, fmt.Errorf("queue %s: job %d is not out with a worker: %w", q.name, d.Offset, store.ErrStaleDelivery)
+	}
+	return j, nil
+}
+
 // Unsend implements store.Queue.
 func (q *queueStore) Unsend(d store.Delivery) error {
 	q.mu.Lock()
@@ -183,12 +177,9 @@ func (q *queueStore) Unsend(d store.Delivery) error {
 func (q *queueStore) Lease(d store.Delivery, now, deadline time.Time) (store.Job, error) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	j, err := q.current(d)
+	j, err := q.delivered(d)
 	if err != nil {
 		return store.Job{}, err
-	}
-	if d.Epoch == 0 {
-		return store.Job{}, fmt.Errorf("queue %s: job %d is not out with a worker: %w", q.name, d.Offset, store.ErrStaleDelivery)
 	}
 	if j.state == store.JobLeased {
 		return j.job, nil
@@ -207,12 +198,9 @@ func (q *queueStore) Lease(d store.Delivery, now, deadline time.Time) (store.Job
 func (q *queueStore) Resolve(d store.Delivery) error {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	j, err := q.current(d)
+	j, err := q.delivered(d)
 	if err != nil {
 		return err
-	}
-	if d.Epoch == 0 {
-		return fmt.Errorf("queue %s: job %d is not out with a worker: %w", q.name, d.Offset, store.ErrStaleDelivery)
 	}
 	q.removeLocked(j)
 	return nil
@@ -251,12 +239,9 @@ func (q *queueStore) removeLocked(j *qjob) {
 func (q *queueStore) Release(d store.Delivery, gapFrom time.Time) (store.Job, error) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	j, err := q.current(d)
+	j, err := q.delivered(d)
 	if err != nil {
 		return store.Job{}, err
-	}
-	if d.Epoch == 0 {
-		return store.Job{}, fmt.Errorf("queue %s: job %d is not out with a worker: %w", q.name, d.Offset, store.ErrStaleDelivery)
 	}
 	j.state = store.JobAvailable
 	j.epoch++
@@ -328,56 +313,17 @@ func (q *queueStore) DeadLetter(d store.Delivery, topic, reason string, now time
 	return rec, nil
 }
 
-// Hold implements store.Holder.
-func (q *queueStore) Hold(h store.Held) error {
-	h.Record.Offset = 0
-	if err := q.p.charge(store.RecordSize(&h.Record)); err != nil {
-		return fmt.Errorf("queue %s: holding %s/%d: %w", q.name, h.ClientID, h.PacketID, err)
-	}
-	q.mu.Lock()
-	old, had := q.holds.put(h)
-	q.mu.Unlock()
-	if had {
-		q.p.refund(store.RecordSize(&old.Record))
-	}
-	return nil
-}
-
 // ReleaseHeld implements store.Holder: the held record is enqueued under the
 // same lock that forgets the hold.
 func (q *queueStore) ReleaseHeld(clientID string, packetID uint16) (store.Record, error) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	h, ok := q.holds.m[holdKey{clientID, packetID}]
-	if !ok {
-		return store.Record{}, fmt.Errorf("queue %s: no held publish %s/%d: %w", q.name, clientID, packetID, store.ErrNotFound)
+	r, size, err := q.takeHeld(clientID, packetID, q.maxBytes)
+	if err != nil {
+		return store.Record{}, err
 	}
-	size := store.RecordSize(&h.Record)
-	if q.maxBytes > 0 && q.bytes+size > q.maxBytes {
-		return store.Record{}, fmt.Errorf("queue %s: releasing %s/%d: %w", q.name, clientID, packetID, store.ErrChannelFull)
-	}
-	q.holds.take(clientID, packetID)
-	r := h.Record
 	q.enqueueLocked(&r, size)
 	return r, nil
-}
-
-// DropHeld implements store.Holder.
-func (q *queueStore) DropHeld(clientID string, packetID uint16) (bool, error) {
-	q.mu.Lock()
-	h, ok := q.holds.take(clientID, packetID)
-	q.mu.Unlock()
-	if ok {
-		q.p.refund(store.RecordSize(&h.Record))
-	}
-	return ok, nil
-}
-
-// Held implements store.Holder.
-func (q *queueStore) Held() ([]store.Held, error) {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	return q.holds.list(), nil
 }
 
 // copyOut copies the queue for a snapshot: records with their attempts and

@@ -25,12 +25,10 @@ func (p *Provider) Append(name string, opts store.ChannelOptions) (store.AppendL
 }
 
 func (p *Provider) appendLog(name string, opts store.ChannelOptions) (*logStore, error) {
-	p.mu.Lock()
-	if s, ok := p.logs[name]; ok {
-		p.mu.Unlock()
-		return s, nil
-	}
-	p.mu.Unlock()
+	return openOnce(p, p.logs, name, func() (*logStore, error) { return p.openLog(name, opts) })
+}
+
+func (p *Provider) openLog(name string, opts store.ChannelOptions) (*logStore, error) {
 	ch, err := p.openChannel(name, kindAppend)
 	if err != nil {
 		return nil, err
@@ -43,28 +41,13 @@ func (p *Provider) appendLog(name string, opts store.ChannelOptions) (*logStore,
 	if err := p.dropExpiredPositions(ch); err != nil {
 		return nil, err
 	}
-	s := &logStore{channel: ch, positions: positions{ch}, holder: holder{ch, pubAppend}, opts: opts}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if other, ok := p.logs[name]; ok {
-		return other, nil
-	}
-	p.logs[name] = s
-	return s, nil
+	return &logStore{channel: ch, positions: positions{ch}, holder: holder{ch, pubAppend}, opts: opts}, nil
 }
 
 // Append implements store.AppendLog: one of the publish paths that share a
 // group commit. The record is durable before this returns.
 func (s *logStore) Append(r store.Record) (store.Record, error) {
-	o := getOp()
-	o.pub, o.ch, o.rec = pubAppend, s.channel, r
-	err := s.p.w.submit(o)
-	out := o.out
-	putOp(o)
-	if err != nil {
-		return store.Record{}, err
-	}
-	return out, nil
+	return s.publish(pubAppend, r)
 }
 
 // ReadFrom implements store.AppendLog: the floor, next and the records above

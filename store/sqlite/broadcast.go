@@ -100,20 +100,7 @@ func (l *broadcastLog) Release(offsets []uint64) (int64, error) {
 		if removed == 0 {
 			return nil
 		}
-		var low sql.NullInt64
-		if err := t.c.recordsMin.QueryRow(l.id).Scan(&low); err != nil {
-			return t.dbFail(err)
-		}
-		t.touch(l.channel)
-		l.pBytes -= freed
-		l.pCount -= int64(removed)
-		if low.Valid {
-			l.pFloor = uint64(low.Int64)
-		} else {
-			l.pFloor = l.pNext
-		}
-		_, err := t.exec(t.c.updateFloor, int64(l.pFloor), l.pBytes, l.id)
-		return err
+		return l.removedRows(t, t.c.recordsMin, int64(removed), freed)
 	})
 	if err != nil {
 		return 0, l.p.mapErr(fmt.Sprintf("releasing %d broadcast messages", len(offsets)), err)

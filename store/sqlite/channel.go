@@ -71,6 +71,73 @@ func (ch *channel) Len() int { return int(ch.count.Load()) }
 // SetMaxBytes implements the channel's max_bytes (0 for none).
 func (ch *channel) SetMaxBytes(n int64) { ch.maxBytes.Store(n) }
 
+// write submits one record to the group commit as kind (an append, an
+// enqueue, a latest set or deletion) and waits for its outcome: the record
+// at its offset, and whether a latest deletion stored a tombstone.
+func (ch *channel) write(kind pubKind, r store.Record) (store.Record, bool, error) {
+	o := getOp()
+	o.pub, o.ch, o.rec = kind, ch, r
+	err := ch.p.w.submit(o)
+	out, ok := o.out, o.ok
+	putOp(o)
+	return out, ok, err
+}
+
+// publish is write for the paths that return the record alone, and no
+// record when it failed.
+func (ch *channel) publish(kind pubKind, r store.Record) (store.Record, error) {
+	out, _, err := ch.write(kind, r)
+	if err != nil {
+		return store.Record{}, err
+	}
+	return out, nil
+}
+
+// removedRows moves the pending counters for n rows of size bytes that t
+// deleted from anywhere in the channel, and raises the floor to the lowest
+// offset left, which lowest (a min(offset) statement) reads - next when none
+// is - storing floor and bytes in the same transaction as the deletion.
+func (ch *channel) removedRows(t *wtx, lowest *sql.Stmt, n, size int64) error {
+	var low sql.NullInt64
+	if err := lowest.QueryRow(ch.id).Scan(&low); err != nil {
+		return t.dbFail(err)
+	}
+	t.touch(ch)
+	ch.pCount -= n
+	ch.pBytes -= size
+	if low.Valid {
+		ch.pFloor = uint64(low.Int64)
+	} else {
+		ch.pFloor = ch.pNext
+	}
+	_, err := t.exec(t.c.updateFloor, int64(ch.pFloor), ch.pBytes, ch.id)
+	return err
+}
+
+// openOnce returns the store m keeps for name, or opens one and keeps it.
+// open runs without p.mu (it goes through the writer); when two callers open
+// the same name at once, the store kept first is the one both are given.
+func openOnce[S any](p *Provider, m map[string]S, name string, open func() (S, error)) (S, error) {
+	p.mu.Lock()
+	if s, ok := m[name]; ok {
+		p.mu.Unlock()
+		return s, nil
+	}
+	p.mu.Unlock()
+	s, err := open()
+	if err != nil {
+		var none S
+		return none, err
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if other, ok := m[name]; ok {
+		return other, nil
+	}
+	m[name] = s
+	return s, nil
+}
+
 // openChannel finds or creates the channels row for name. It runs on the
 // writer, so a new row and the counters read back are one serial step.
 func (p *Provider) openChannel(name, kind string) (*channel, error) {

@@ -201,42 +201,16 @@ func (e *Exporter) read(name string, r channelRow) (*Channel, error) {
 }
 
 func (e *Exporter) readLatest(c *Channel, id int64) error {
-	rows, err := e.c.latestChanges.Query(id, 0, -1)
-	if err != nil {
-		return err
-	}
-	defer rows.Close()
-	var rs recordScan
-	var off, del int64
-	d := append([]any{&off, &del}, rs.dest()...)
-	for rows.Next() {
-		if err := rows.Scan(d...); err != nil {
-			return err
-		}
-		rec, err := rs.record(uint64(off))
-		if err != nil {
-			return err
-		}
+	return eachValue(e.c.latestChanges, nil, func(rec store.Record, deleted bool) {
 		c.Records = append(c.Records, rec)
-		c.Deleted = append(c.Deleted, del != 0)
-	}
-	return rows.Err()
+		c.Deleted = append(c.Deleted, deleted)
+	}, id, 0, -1)
 }
 
 func (e *Exporter) readJobs(c *Channel, id int64) error {
-	rows, err := e.c.queueRead.Query(id, 0, -1)
-	if err != nil {
-		return err
-	}
-	defer rows.Close()
-	for rows.Next() {
-		j, err := scanJob(rows.Scan)
-		if err != nil {
-			return err
-		}
-		c.Jobs = append(c.Jobs, j)
-	}
-	return rows.Err()
+	var err error
+	c.Jobs, err = queryJobs(e.c.queueRead, id, 0, -1)
+	return err
 }
 
 // Importer writes channels into a new database, one transaction per channel

@@ -23,12 +23,14 @@ var _ store.Latest = (*latestStore)(nil)
 
 // Latest opens the latest channel name; asking twice returns the same store.
 func (p *Provider) Latest(name string, opts store.ChannelOptions) (store.Latest, error) {
-	p.mu.Lock()
-	if s, ok := p.latests[name]; ok {
-		p.mu.Unlock()
-		return s, nil
+	s, err := openOnce(p, p.latests, name, func() (*latestStore, error) { return p.openLatest(name, opts) })
+	if err != nil {
+		return nil, err
 	}
-	p.mu.Unlock()
+	return s, nil
+}
+
+func (p *Provider) openLatest(name string, opts store.ChannelOptions) (*latestStore, error) {
 	ch, err := p.openLatestChannel(name, kindLatest)
 	if err != nil {
 		return nil, err
@@ -36,14 +38,7 @@ func (p *Provider) Latest(name string, opts store.ChannelOptions) (store.Latest,
 	if err := p.dropExpiredPositions(ch); err != nil {
 		return nil, err
 	}
-	s := &latestStore{channel: ch, positions: positions{ch}, holder: holder{ch, pubLatestSet}, opts: opts}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if other, ok := p.latests[name]; ok {
-		return other, nil
-	}
-	p.latests[name] = s
-	return s, nil
+	return &latestStore{channel: ch, positions: positions{ch}, holder: holder{ch, pubLatestSet}, opts: opts}, nil
 }
 
 // openLatestChannel opens a channel kept in latest_values and counts its
@@ -126,23 +121,10 @@ func (w *writer) execLatest(t *wtx, o *op) {
 	o.ok = true
 }
 
-func (s *latestStore) write(kind pubKind, r store.Record) (store.Record, bool, error) {
-	o := getOp()
-	o.pub, o.ch, o.rec = kind, s.channel, r
-	err := s.p.w.submit(o)
-	out, ok := o.out, o.ok
-	putOp(o)
-	return out, ok, err
-}
-
 // Set implements store.Latest: one of the publish paths that share a group
 // commit.
 func (s *latestStore) Set(r store.Record) (store.Record, error) {
-	out, _, err := s.write(pubLatestSet, r)
-	if err != nil {
-		return store.Record{}, err
-	}
-	return out, nil
+	return s.publish(pubLatestSet, r)
 }
 
 // Delete implements store.Latest.
@@ -182,6 +164,35 @@ func getValue(ch *channel, topic string) (store.Value, bool, error) {
 		return store.Value{}, false, ch.p.mapErr("reading "+topic+" on "+ch.name, err)
 	}
 	return v, found, nil
+}
+
+// eachValue runs a latest_values query (latestChanges, latestRange) and
+// hands fn each row whose topic match accepts (nil accepts every row),
+// decoded at its offset, with its deletion flag. A topic match refuses is
+// not decoded.
+func eachValue(st *sql.Stmt, match func(string) bool, fn func(r store.Record, deleted bool), args ...any) error {
+	rows, err := st.Query(args...)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	var rs recordScan
+	var off, del int64
+	d := append([]any{&off, &del}, rs.dest()...)
+	for rows.Next() {
+		if err := rows.Scan(d...); err != nil {
+			return err
+		}
+		if match != nil && !match(rs.topic) {
+			continue
+		}
+		r, err := rs.record(uint64(off))
+		if err != nil {
+			return err
+		}
+		fn(r, del != 0)
+	}
+	return rows.Err()
 }
 
 // Changes implements store.Latest, in offset order, in one read transaction.

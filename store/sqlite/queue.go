@@ -44,12 +44,14 @@ var _ store.Queue = (*queueStore)(nil)
 // Queue opens the queue name with its dead-letter channel name+"__dlq" on
 // this same provider, so the move between them is one commit.
 func (p *Provider) Queue(name string, opts store.QueueOptions) (store.Queue, error) {
-	p.mu.Lock()
-	if s, ok := p.queues[name]; ok {
-		p.mu.Unlock()
-		return s, nil
+	q, err := openOnce(p, p.queues, name, func() (*queueStore, error) { return p.openQueue(name, opts) })
+	if err != nil {
+		return nil, err
 	}
-	p.mu.Unlock()
+	return q, nil
+}
+
+func (p *Provider) openQueue(name string, opts store.QueueOptions) (*queueStore, error) {
 	ch, err := p.openChannel(name, kindQueue)
 	if err != nil {
 		return nil, err
@@ -87,12 +89,6 @@ func (p *Provider) Queue(name string, opts store.QueueOptions) (store.Queue, err
 	if q.dlq, err = p.appendLog(name+store.DLQSuffix, opts.DLQ); err != nil {
 		return nil, err
 	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if other, ok := p.queues[name]; ok {
-		return other, nil
-	}
-	p.queues[name] = q
 	return q, nil
 }
 
@@ -107,15 +103,7 @@ func (q *queueStore) added(off uint64, size int64) {
 // Enqueue implements store.Queue: one of the publish paths that share a
 // group commit.
 func (q *queueStore) Enqueue(r store.Record) (store.Record, error) {
-	o := getOp()
-	o.pub, o.ch, o.rec = pubEnqueue, q.channel, r
-	err := q.p.w.submit(o)
-	out := o.out
-	putOp(o)
-	if err != nil {
-		return store.Record{}, err
-	}
-	return out, nil
+	return q.publish(pubEnqueue, r)
 }
 
 // Depth implements store.Queue.
@@ -144,6 +132,25 @@ func scanJob(scan func(...any) error) (store.Job, error) {
 	j.Record, err = rs.record(uint64(off))
 	j.Attempts, j.FirstDelivery, j.LastDelivery = uint32(attempts), store.FromUnixNanos(first), store.FromUnixNanos(last)
 	return j, err
+}
+
+// queryJobs reads every job a queue_items query (queueRead, queueExpired)
+// returns, in its order.
+func queryJobs(st *sql.Stmt, args ...any) ([]store.Job, error) {
+	rows, err := st.Query(args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var jobs []store.Job
+	for rows.Next() {
+		j, err := scanJob(rows.Scan)
+		if err != nil {
+			return nil, err
+		}
+		jobs = append(jobs, j)
+	}
+	return jobs, rows.Err()
 }
 
 func (q *queueStore) readJob(off uint64) (store.Job, error) {
@@ -184,19 +191,9 @@ func (q *queueStore) Offer(holderName string, now time.Time) (store.Job, store.D
 	for {
 		var jobs []store.Job
 		err := q.p.readConn(func(c *conn) error {
-			rows, err := c.queueRead.Query(q.id, int64(from), page)
-			if err != nil {
-				return err
-			}
-			defer rows.Close()
-			for rows.Next() {
-				j, err := scanJob(rows.Scan)
-				if err != nil {
-					return err
-				}
-				jobs = append(jobs, j)
-			}
-			return rows.Err()
+			var err error
+			jobs, err = queryJobs(c.queueRead, q.id, int64(from), page)
+			return err
 		})
 		if err != nil {
 			return store.Job{}, store.Delivery{}, false, q.p.mapErr("offering from "+q.name, err)
@@ -318,20 +315,7 @@ func (q *queueStore) Resolve(d store.Delivery) error {
 // the floor is the lowest unresolved offset (next when none is left), stored
 // in the same transaction as the deletion.
 func (q *queueStore) removeJob(t *wtx, size int64) error {
-	var low sql.NullInt64
-	if err := t.c.queueMin.QueryRow(q.id).Scan(&low); err != nil {
-		return t.dbFail(err)
-	}
-	t.touch(q.channel)
-	q.pCount--
-	q.pBytes -= size
-	if low.Valid {
-		q.pFloor = uint64(low.Int64)
-	} else {
-		q.pFloor = q.pNext
-	}
-	_, err := t.exec(t.c.updateFloor, int64(q.pFloor), q.pBytes, q.id)
-	return err
+	return q.removedRows(t, t.c.queueMin, 1, size)
 }
 
 func (q *queueStore) removed(off uint64) {
@@ -389,19 +373,9 @@ func (q *queueStore) ExpireOlderThan(t time.Time, max int) ([]store.Job, error) 
 	for len(out) < max {
 		var jobs []store.Job
 		err := q.p.readConn(func(c *conn) error {
-			rows, err := c.queueExpired.Query(q.id, int64(from), store.UnixNanos(t), max+16)
-			if err != nil {
-				return err
-			}
-			defer rows.Close()
-			for rows.Next() {
-				j, err := scanJob(rows.Scan)
-				if err != nil {
-					return err
-				}
-				jobs = append(jobs, j)
-			}
-			return rows.Err()
+			var err error
+			jobs, err = queryJobs(c.queueExpired, q.id, int64(from), store.UnixNanos(t), max+16)
+			return err
 		})
 		if err != nil {
 			return nil, q.p.mapErr("listing expired jobs on "+q.name, err)

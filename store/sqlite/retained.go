@@ -48,10 +48,7 @@ func (p *Provider) Retained(period time.Duration) (store.Retained, error) {
 // Set implements store.Retained. It goes through the publish batches and may
 // not use the reserve: a full provider refuses it, what is stored untouched.
 func (s *retainedStore) Set(r store.Record) error {
-	o := getOp()
-	o.pub, o.ch, o.rec = pubLatestSet, s.ch, r
-	err := s.ch.p.w.submit(o)
-	putOp(o)
+	_, _, err := s.ch.write(pubLatestSet, r)
 	return err
 }
 
@@ -94,28 +91,10 @@ func (s *retainedStore) Range(match func(string) bool, fn func(store.Record) boo
 	var list []store.Record
 	err := s.ch.p.readTx(func(c *conn) error {
 		list = list[:0]
-		rows, err := c.latestRange.Query(s.ch.id)
-		if err != nil {
-			return err
-		}
-		defer rows.Close()
-		var rs recordScan
-		var off, del int64
-		d := append([]any{&off, &del}, rs.dest()...)
-		for rows.Next() {
-			if err := rows.Scan(d...); err != nil {
-				return err
-			}
-			if match != nil && !match(rs.topic) {
-				continue
-			}
-			r, err := rs.record(0)
-			if err != nil {
-				return err
-			}
+		return eachValue(c.latestRange, match, func(r store.Record, _ bool) {
+			r.Offset = 0 // a retained value has no offset
 			list = append(list, r)
-		}
-		return rows.Err()
+		}, s.ch.id)
 	})
 	if err != nil {
 		return s.ch.p.mapErr("reading retained values", err)

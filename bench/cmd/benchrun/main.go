@@ -4,6 +4,7 @@
 // and an SVG chart.
 //
 //	go run ./bench/cmd/benchrun -profile short
+//	go run ./bench/cmd/benchrun -list                                  # the cases and what each measures
 //	go run ./bench/cmd/benchrun -profile smoke -strict                 # CI
 //	go run ./bench/cmd/benchrun -brokers saguin,mosquitto -scenarios pub-q1,latency-q1
 package main
@@ -41,6 +42,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	outDir := fs.String("out", "bench/results", "directory for <profile>.json, .md and .svg")
 	reps := fs.Int("reps", 0, "repetitions, overriding the profile's")
 	strict := fs.Bool("strict", false, "exit 1 if a broker could not be prepared or any run failed (for CI)")
+	list := fs.Bool("list", false, "print the profile's cases and what each measures, and exit")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -56,6 +58,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		fmt.Fprintln(stderr, "benchrun:", err)
 		return 2
+	}
+	if *list {
+		for _, c := range cases {
+			fmt.Fprintf(stdout, "%-16s %s\n", c.Name, c.Measures)
+		}
+		return 0
 	}
 	repo, err := moduleRoot()
 	if err != nil {

@@ -31,3 +31,14 @@ func TestModuleRootIsFoundFromInsideTheTree(t *testing.T) {
 		t.Fatalf("module root %q does not hold this command: %v", root, err)
 	}
 }
+
+func TestListNamesEveryCaseWithWhatItMeasures(t *testing.T) {
+	var out, errs bytes.Buffer
+	if code := run([]string{"-list", "-scenarios", "pub-q1"}, &out, &errs); code != 0 {
+		t.Fatalf("exit %d: %s", code, errs.String())
+	}
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	if len(lines) != 4 || !strings.HasPrefix(lines[0], "pub-q1/1 ") || !strings.Contains(lines[3], "PUBACK") {
+		t.Fatalf("list printed:\n%s", out.String())
+	}
+}
