@@ -45,6 +45,20 @@ type owedEntry struct {
 	offset uint64
 	size   int64
 	sent   bool // handed to the current connection, not yet acknowledged
+	// maybeSent: an earlier connection may have had it, so a re-send says
+	// DUP.
+	maybeSent bool
+}
+
+// packetIDFor is the packet identifier a log message is always sent to a
+// session under: derived from its offset, so a resumed session - after a
+// link cut or a restart - is re-sent it under the identifier it was first
+// sent with (MQTT-4.4.0-1) without a write per delivery to remember it. Two
+// messages a session has in flight at once share one only when their offsets
+// are a multiple of 65,535 apart; the connection then gives the later a new
+// one (netloop.Delivery.PacketID).
+func packetIDFor(offset uint64) uint16 {
+	return uint16((offset-1)%65535 + 1)
 }
 
 func (l *backlog) init(b *Broker) {
@@ -78,18 +92,38 @@ func (a *awaySet) add(s *session) {
 	a.sessions = append(a.sessions, s)
 }
 
-// keep writes p to the log once and makes each away session owe it. It
-// returns once the write is stored, so the publisher's acknowledgement
-// follows it (notes-0003 "When the publisher is answered"). A provider with
-// no room keeps nothing: the loss is the sessions', counted for each.
-func (l *backlog) keep(publisher string, p *codec.Publish, away *awaySet) {
+// keep writes p to the log once and makes each session in set - every
+// session that outlives its connection the publish reaches at QoS 1 or 2,
+// connected or away - owe it; the connected ones are sent it now. It returns
+// once the write is stored, so the publisher's acknowledgement follows it
+// (notes-0003 "When the publisher is answered"). A provider with no room
+// keeps nothing: the loss is the away sessions', counted for each, and the
+// connected ones are sent it from memory.
+func (l *backlog) keep(publisher string, p *codec.Publish, set *awaySet, m *netloop.Message) {
 	e, err := l.log.Append(store.BroadcastEntry{Record: recordOf(p, publisher, l.b.now())})
 	if err != nil {
-		n := uint64(len(away.sessions))
+		var away uint64
+		for _, s := range set.sessions {
+			if ref := s.client.Load(); ref != nil {
+				if m == nil {
+					m = netloop.NewMessage(p)
+				}
+				r := store.Record{Topic: string(p.Topic), ClientID: publisher, QoS: p.QoS, Retain: p.Retain}
+				sh := l.b.shard(s.id)
+				sh.mu.Lock()
+				d, ok := s.deliveryFor(&r)
+				sh.mu.Unlock()
+				if ok {
+					ref.c.Deliver(m, d)
+				}
+				continue
+			}
+			away++
+		}
 		if store.IsFull(err) {
-			l.b.counters.DeliveriesDroppedStorageFull.Add(n)
+			l.b.counters.DeliveriesDroppedStorageFull.Add(away)
 			l.b.log.Warn("the broadcast log's provider is full: a message owed to sessions that are away is not kept",
-				"sessions", n, "remedy", "a provider of its own for broker.session.storage, or a larger max_bytes")
+				"sessions", away, "remedy", "a provider of its own for broker.session.storage, or a larger max_bytes")
 		} else {
 			l.b.storageFailed("writing the broadcast log", publisher, err)
 		}
@@ -98,12 +132,12 @@ func (l *backlog) keep(publisher string, p *codec.Publish, away *awaySet) {
 	size := store.RecordSize(&e.Record)
 	l.b.counters.LogMessages.Add(1)
 	l.b.counters.LogBytes.Add(size)
-	l.owedBy(e, size, away)
+	l.owedBy(&e, size, set, m)
 }
 
-// keepLogged makes the away sessions owe a message already in the log at
+// keepLogged makes the sessions in away owe a message already in the log at
 // offset; one nobody is owed is released at the next commit.
-func (l *backlog) keepLogged(offset uint64, size int64, away *awaySet) {
+func (l *backlog) keepLogged(offset uint64, size int64, away *awaySet, m *netloop.Message) {
 	if len(away.sessions) == 0 {
 		l.unownAll(offset)
 		return
@@ -114,7 +148,7 @@ func (l *backlog) keepLogged(offset uint64, size int64, away *awaySet) {
 		l.unownAll(offset)
 		return
 	}
-	l.owedBy(got[0], size, away)
+	l.owedBy(&got[0], size, away, m)
 }
 
 // unownAll marks a logged message as owed by nobody.
@@ -125,12 +159,15 @@ func (l *backlog) unownAll(offset uint64) {
 	l.mu.Unlock()
 }
 
-// owedBy makes each away session owe e. Called with no shard lock held.
-func (l *backlog) owedBy(e store.BroadcastEntry, size int64, away *awaySet) {
+// owedBy makes each session in set owe e and sends it to those connected -
+// including one that came back between the match and the write, whose
+// resume has passed. m is the message built from e, or nil. Called with no
+// shard lock held.
+func (l *backlog) owedBy(e *store.BroadcastEntry, size int64, set *awaySet, m *netloop.Message) {
 	l.mu.Lock()
-	l.refs[e.Offset] = len(away.sessions)
+	l.refs[e.Offset] = len(set.sessions)
 	l.mu.Unlock()
-	for _, s := range away.sessions {
+	for _, s := range set.sessions {
 		sh := l.b.shard(s.id)
 		sh.mu.Lock()
 		if s.ended {
@@ -138,9 +175,10 @@ func (l *backlog) owedBy(e store.BroadcastEntry, size int64, away *awaySet) {
 		} else {
 			l.owe(s, e.Offset, size)
 			if ref := s.client.Load(); ref != nil {
-				// It came back between the match and the write: its resume
-				// has passed, so it is sent now.
-				l.send(s, ref.c, []store.BroadcastEntry{e})
+				if m == nil {
+					m = messageOf(&e.Record, l.b.now())
+				}
+				l.sendOne(s, ref.c, e, m, len(s.owed.entries)-1)
 			}
 		}
 		sh.mu.Unlock()
@@ -231,11 +269,7 @@ func (l *backlog) resume(s *session, c netloop.Client) {
 }
 
 // send delivers the entries of got that s is owed and has not been sent,
-// from s's current subscriptions: the highest QoS and every Subscription
-// Identifier among the filters that match (one is carried), RETAIN when the
-// publisher set it and a matching filter asked for Retain As Published. An
-// entry no filter matches any more, or whose Message Expiry ran out, is
-// released as though acknowledged. Shard lock held.
+// in order. Shard lock held.
 func (l *backlog) send(s *session, c netloop.Client, got []store.BroadcastEntry) {
 	o := &s.owed
 	now := l.b.now()
@@ -251,21 +285,33 @@ func (l *backlog) send(s *session, c netloop.Client, got []store.BroadcastEntry)
 		if o.entries[j].offset != e.Offset || o.entries[j].sent {
 			continue
 		}
-		d, ok := s.deliveryFor(&e.Record)
-		var m *netloop.Message
-		if ok {
-			if m = messageOf(&e.Record, now); m == nil {
-				l.b.counters.DeliveriesExpired.Add(1)
-			}
+		if !l.sendOne(s, c, e, messageOf(&e.Record, now), j) {
+			continue // dropped: j is now the next entry
 		}
-		if m == nil {
-			l.drop(s, j)
-			continue
-		}
-		d.Offset = e.Offset
-		o.entries[j].sent = true
-		c.Deliver(m, d)
 	}
+}
+
+// sendOne sends s's owed entry j, the log message e (m built from it, nil
+// when its Message Expiry ran out), from s's current subscriptions: the
+// highest QoS among the filters that match, one Subscription Identifier,
+// RETAIN when the publisher set it and a matching filter asked for Retain As
+// Published, under the packet identifier its offset gives. An entry no filter
+// matches any more, or that expired, is released as though acknowledged and
+// false returned. Shard lock held.
+func (l *backlog) sendOne(s *session, c netloop.Client, e *store.BroadcastEntry, m *netloop.Message, j int) bool {
+	d, ok := s.deliveryFor(&e.Record)
+	if ok && m == nil {
+		l.b.counters.DeliveriesExpired.Add(1)
+	}
+	if !ok || m == nil {
+		l.drop(s, j)
+		return false
+	}
+	o := &s.owed.entries[j]
+	d.Offset, d.PacketID, d.Dup = e.Offset, packetIDFor(e.Offset), o.maybeSent
+	o.sent = true
+	c.Deliver(m, d)
+	return true
 }
 
 // deliveryFor is how a stored message goes to s now, from its current
@@ -322,7 +368,9 @@ func (l *backlog) detach(s *session) {
 	// The connection's window is gone with it: what it held comes back
 	// through the session's carry, the rest is sent again from the log.
 	for i := range s.owed.entries {
-		s.owed.entries[i].sent = false
+		if s.owed.entries[i].sent {
+			s.owed.entries[i].sent, s.owed.entries[i].maybeSent = false, true
+		}
 	}
 	if err := l.b.sessions.Ack(s.id, nil, l.cursor(s)); err != nil && !errors.Is(err, store.ErrNotFound) {
 		l.b.storageFailed("storing a session's cursor", s.id, err)

@@ -525,11 +525,14 @@ func (b *Broker) routeLogged(publisher string, p *codec.Publish, offset uint64, 
 			return
 		}
 		qos := min(p.QoS, sub.qos)
+		if qos > 0 && s.expiry > 0 {
+			// A session that outlives its connection is served from the
+			// log, connected or not, so what it has in flight survives.
+			away.add(s)
+			return
+		}
 		ref := s.client.Load()
 		if ref == nil {
-			if qos > 0 && s.expiry > 0 {
-				away.add(s)
-			}
 			return
 		}
 		if m == nil {
@@ -539,9 +542,9 @@ func (b *Broker) routeLogged(publisher string, p *codec.Publish, offset uint64, 
 	})
 	switch {
 	case offset != 0:
-		b.bcast.keepLogged(offset, size, away)
+		b.bcast.keepLogged(offset, size, away, m)
 	case len(away.sessions) > 0:
-		b.bcast.keep(publisher, p, away)
+		b.bcast.keep(publisher, p, away, m)
 	}
 	b.bcast.release(away)
 }

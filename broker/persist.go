@@ -2,6 +2,7 @@ package broker
 
 import (
 	"fmt"
+	"time"
 
 	"saguin/codec/topic"
 	"saguin/store"
@@ -30,6 +31,9 @@ func (b *Broker) Restore() error {
 	type kept struct {
 		s      *session
 		cursor uint64
+		// leftAt is when its client left as stored: zero for one connected
+		// when the broker stopped.
+		leftAt time.Time
 	}
 	var restored []kept
 	var due []*session     // kept sessions whose Will falls due at this start
@@ -60,9 +64,12 @@ func (b *Broker) Restore() error {
 			return fmt.Errorf("reading session %q's cursor: %w", s.id, err)
 		}
 		if !ok {
-			cursor = b.bcast.log.Next()
+			// None stored yet (a provider keeps one from the first
+			// acknowledgement): what its filters reach is bounded by when
+			// each was granted (owedAtPublish).
+			cursor = 0
 		}
-		restored = append(restored, kept{s, cursor})
+		restored = append(restored, kept{s, cursor, r.DisconnectedAt})
 		if s.will != nil && !s.will.DueAt.IsZero() && !now.Before(s.will.DueAt) {
 			due = append(due, s)
 		}
@@ -117,7 +124,10 @@ func (b *Broker) Restore() error {
 			owners := 0
 			for _, k := range restored {
 				if k.cursor <= e.Offset && k.s.owedAtPublish(&e.Record, e.Offset) {
-					k.s.owed.entries = append(k.s.owed.entries, owedEntry{offset: e.Offset, size: size})
+					// What was written while its client was connected may
+					// have been sent: the re-send says DUP.
+					maybe := k.leftAt.IsZero() || e.Time.Before(k.leftAt)
+					k.s.owed.entries = append(k.s.owed.entries, owedEntry{offset: e.Offset, size: size, maybeSent: maybe})
 					k.s.owed.bytes += size
 					owners++
 				}

@@ -136,7 +136,7 @@ func (c *Conn) Version() byte { return byte(c.version.Load()) }
 
 // Deliver queues a delivery and wakes the loop to write it. It never blocks.
 func (c *Conn) Deliver(m *Message, d Delivery) bool {
-	if !c.out.push(outEntry{msg: m, qos: d.QoS, retain: d.Retain, subID: d.SubscriptionID, offset: d.Offset, pid: d.PacketID, rel: d.Released}) {
+	if !c.out.push(outEntry{msg: m, qos: d.QoS, retain: d.Retain, subID: d.SubscriptionID, offset: d.Offset, pid: d.PacketID, rel: d.Released, dup: d.Dup}) {
 		return false
 	}
 	c.wake()
@@ -286,10 +286,13 @@ func (c *Conn) OnClosed(err error) {
 	c.closed = true
 	if c.state.Load() != stateEnding {
 		// The client hung up (or the socket failed) without a DISCONNECT.
-		if c.state.Load() == stateConnected {
+		// Logged once the handler has taken the end: the line means the
+		// session's state for it is decided (and stored).
+		connected := c.state.Load() == stateConnected
+		c.end(0, false, false)
+		if connected {
 			c.logInfo("disconnected: connection closed by the client")
 		}
-		c.end(0, false, false)
 	}
 	c.out.close()
 	c.srv.forget(c)
@@ -439,7 +442,7 @@ func (c *Conn) encode(sc *scratch, e outEntry, version byte) {
 		return
 	}
 	p := &sc.publish
-	p.Dup, p.QoS, p.Retain = e.pid != 0, e.qos, e.retain
+	p.Dup, p.QoS, p.Retain = e.dup, e.qos, e.retain
 	p.Topic, p.Payload, p.PacketID = e.msg.Topic, e.msg.Payload, 0
 	if version == codec.Version5 && e.msg.Props != nil {
 		p.Properties = *e.msg.Props
@@ -505,7 +508,7 @@ func (c *Conn) handBackUnfinished() {
 			continue
 		}
 		u = append(u, Unfinished{Msg: f.msg, Delivery: Delivery{QoS: f.qos, Retain: f.retain, SubscriptionID: f.subID,
-			Offset: f.offset, PacketID: id, Released: f.released}})
+			Offset: f.offset, PacketID: id, Released: f.released, Dup: true}})
 	}
 	sort.Slice(u, func(i, j int) bool {
 		return c.inflight[u[i].Delivery.PacketID].seq < c.inflight[u[j].Delivery.PacketID].seq
@@ -513,7 +516,7 @@ func (c *Conn) handBackUnfinished() {
 	for _, e := range c.out.snapshot(make([]outEntry, 0, c.out.len())) {
 		if e.qos > 0 {
 			u = append(u, Unfinished{Msg: e.msg, Delivery: Delivery{QoS: e.qos, Retain: e.retain, SubscriptionID: e.subID,
-				Offset: e.offset, PacketID: e.pid, Released: e.rel}})
+				Offset: e.offset, PacketID: e.pid, Released: e.rel, Dup: e.dup}})
 		}
 	}
 	if len(u) > 0 {

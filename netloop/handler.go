@@ -95,9 +95,13 @@ type Delivery struct {
 	// Offset numbers the delivery for the handler's AckHandler (a broadcast
 	// log offset); 0 asks for no report.
 	Offset uint64
-	// PacketID re-sends a delivery of a resumed session under the identifier
-	// it was first sent with, DUP set (MQTT-4.4.0-1); 0 takes a new one.
+	// PacketID is the identifier the handler chose for the delivery - a
+	// resumed session's re-send under the one it was first sent with
+	// (MQTT-4.4.0-1); 0 takes a new one. One held by a delivery still in
+	// flight is not reused: a new one is taken instead.
 	PacketID uint16
+	// Dup marks a delivery that may have been sent before.
+	Dup bool
 	// Released: the client's PUBREC for this QoS 2 delivery was received, so
 	// only its PUBREL is sent again, never the message.
 	Released bool

@@ -15,6 +15,7 @@ type outEntry struct {
 	offset uint64 // the handler's number for an AckHandler report; 0 none
 	pid    uint16 // a resumed session's identifier to re-send under; 0 none
 	rel    bool   // only the PUBREL is owed
+	dup    bool   // may have been sent before
 	seq    uint64 // position in the queue, so a drained batch pops exactly itself
 }
 

@@ -325,7 +325,7 @@ func (c *Conn) onDisconnect(h codec.Header, body []byte, sc *scratch) {
 		}
 		c.sessionExpiry = min(d.Properties.SessionExpiry, uint32(min(c.srv.opts.MaxSessionExpiry.Seconds(), 1<<32-1)))
 	}
-	c.logInfo("disconnected by the client", "reason", d.ReasonCode.String())
 	c.flushScratch(sc)
 	c.end(0, false, d.ReasonCode == codec.NormalDisconnection)
+	c.logInfo("disconnected by the client", "reason", d.ReasonCode.String())
 }
