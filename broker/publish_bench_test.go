@@ -1,0 +1,83 @@
+package broker
+
+import (
+	"fmt"
+	"log/slog"
+	"testing"
+
+	"saguin/codec"
+	"saguin/netloop"
+)
+
+// sink takes deliveries and keeps nothing, so the benchmark measures the
+// broker's side of a publish alone.
+type sink struct{ id string }
+
+func (s *sink) ClientID() string                                { return s.id }
+func (s *sink) Version() byte                                   { return codec.Version5 }
+func (s *sink) Deliver(*netloop.Message, netloop.Delivery) bool { return true }
+func (s *sink) Kick(codec.ReasonCode)                           {}
+
+// benchBroadcast publishes at qos to subs subscribers whose sessions end with
+// their connection (the broadcast path: no store is written).
+func benchBroadcast(b *testing.B, subs int, qos byte) {
+	br := New(Options{Logger: slog.New(slog.DiscardHandler)})
+	defer br.Close()
+	for i := range subs {
+		c := &sink{id: fmt.Sprintf("sub-%d", i)}
+		br.Connect(c, &netloop.ConnectRequest{Version: 5, ClientID: c.id, CleanStart: true})
+		br.Subscribe(c, []byte("fleet/+/temp"), netloop.SubscribeOptions{QoS: 1})
+	}
+	pub := &sink{id: "pub"}
+	br.Connect(pub, &netloop.ConnectRequest{Version: 5, ClientID: pub.id, CleanStart: true})
+	p := &codec.Publish{QoS: qos, Topic: []byte("fleet/dev-17/temp"), Payload: []byte("21.5")}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		if code, _ := br.Publish(pub, p); code != codec.Success {
+			b.Fatal(code)
+		}
+	}
+}
+
+func BenchmarkBroadcastPublishQoS0To1(b *testing.B)      { benchBroadcast(b, 1, 0) }
+func BenchmarkBroadcastPublishQoS1To1(b *testing.B)      { benchBroadcast(b, 1, 1) }
+func BenchmarkBroadcastPublishQoS1To100(b *testing.B)    { benchBroadcast(b, 100, 1) }
+func BenchmarkBroadcastPublishNoSubscriber(b *testing.B) { benchBroadcast(b, 0, 1) }
+
+// ackSink remembers the log offset of the last delivery, for the benchmark
+// to acknowledge as a client keeping up would.
+type ackSink struct {
+	id   string
+	last uint64
+}
+
+func (s *ackSink) ClientID() string { return s.id }
+func (s *ackSink) Version() byte    { return codec.Version5 }
+func (s *ackSink) Deliver(_ *netloop.Message, d netloop.Delivery) bool {
+	s.last = d.Offset
+	return true
+}
+func (s *ackSink) Kick(codec.ReasonCode) {}
+
+// BenchmarkDurablePublishQoS1To1 is a QoS 1 broadcast to one connected
+// session that outlives its connection, on the broker's own memory store:
+// one log write per publish, released once acknowledged.
+func BenchmarkDurablePublishQoS1To1(b *testing.B) {
+	br := New(Options{Logger: slog.New(slog.DiscardHandler)})
+	defer br.Close()
+	c := &ackSink{id: "durable"}
+	br.Connect(c, &netloop.ConnectRequest{Version: 5, ClientID: c.id, CleanStart: true, SessionExpiry: 3600})
+	br.Subscribe(c, []byte("fleet/#"), netloop.SubscribeOptions{QoS: 1})
+	pub := &sink{id: "pub"}
+	br.Connect(pub, &netloop.ConnectRequest{Version: 5, ClientID: pub.id, CleanStart: true})
+	p := &codec.Publish{QoS: 1, Topic: []byte("fleet/dev-17/temp"), Payload: []byte("21.5")}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		if code, _ := br.Publish(pub, p); code != codec.Success {
+			b.Fatal(code)
+		}
+		br.Acked(c, c.last)
+	}
+}
