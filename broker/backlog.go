@@ -28,6 +28,9 @@ type backlog struct {
 	unowed []uint64
 	// dirty are the sessions whose cursor moved since the last commit.
 	dirty map[*session]struct{}
+	// fullWarnedAt is when a full provider was last warned about: at most
+	// once every ten seconds (RFC 0002).
+	fullWarnedAt time.Time
 
 	sets sync.Pool // *awaySet
 }
@@ -101,6 +104,9 @@ func (a *awaySet) add(s *session) {
 // connected ones are sent it from memory.
 func (l *backlog) keep(publisher string, p *codec.Publish, set *awaySet, m *netloop.Message) {
 	e, err := l.log.Append(store.BroadcastEntry{Record: recordOf(p, publisher, l.b.now())})
+	for tries := 0; tries < 4 && store.IsFull(err) && l.makeRoom(); tries++ {
+		e, err = l.log.Append(store.BroadcastEntry{Record: recordOf(p, publisher, l.b.now())})
+	}
 	if err != nil {
 		var away uint64
 		for _, s := range set.sessions {
@@ -122,8 +128,7 @@ func (l *backlog) keep(publisher string, p *codec.Publish, set *awaySet, m *netl
 		}
 		if store.IsFull(err) {
 			l.b.counters.DeliveriesDroppedStorageFull.Add(away)
-			l.b.log.Warn("the broadcast log's provider is full: a message owed to sessions that are away is not kept",
-				"sessions", away, "remedy", "a provider of its own for broker.session.storage, or a larger max_bytes")
+			l.warnFull("the broadcast log's provider is full: a message owed to sessions that are away is not kept", "sessions", away)
 		} else {
 			l.b.storageFailed("writing the broadcast log", publisher, err)
 		}
@@ -133,6 +138,100 @@ func (l *backlog) keep(publisher string, p *codec.Publish, set *awaySet, m *netl
 	l.b.counters.LogMessages.Add(1)
 	l.b.counters.LogBytes.Add(size)
 	l.owedBy(&e, size, set, m)
+}
+
+// makeRoom lets the log's oldest messages go to make room in a full
+// provider: the fewest of the oldest that nobody has on the wire, each
+// session that owed one counted once for it (storage_full). It reports
+// whether anything went. Called with no shard lock held.
+func (l *backlog) makeRoom() bool {
+	const batch = 16
+	oldest, err := l.log.Oldest(batch)
+	if err != nil || len(oldest) == 0 {
+		return false
+	}
+	want := make(map[uint64]bool, len(oldest)) // offset -> may go
+	for _, o := range oldest {
+		want[o] = true
+	}
+	l.eachSession(func(s *session) {
+		for _, e := range s.owed.entries {
+			if e.sent && want[e.offset] {
+				want[e.offset] = false // it is that session's to finish
+			}
+		}
+	})
+	var gone []uint64
+	for _, o := range oldest {
+		if want[o] {
+			gone = append(gone, o)
+		} else {
+			delete(want, o)
+		}
+	}
+	if len(gone) == 0 {
+		return false
+	}
+	var lost uint64
+	l.eachSession(func(s *session) {
+		o := &s.owed
+		kept := o.entries[:0]
+		for _, e := range o.entries {
+			if want[e.offset] {
+				o.bytes -= e.size
+				lost++
+				continue
+			}
+			kept = append(kept, e)
+		}
+		if len(kept) != len(o.entries) {
+			clear(o.entries[len(kept):])
+			o.entries = kept
+			l.markDirty(s)
+		}
+	})
+	l.mu.Lock()
+	for _, o := range gone {
+		delete(l.refs, o)
+	}
+	l.mu.Unlock()
+	freed, err := l.log.Release(gone)
+	if err != nil {
+		l.b.storageFailed("releasing the broadcast log's oldest messages for room", "", err)
+		return false
+	}
+	l.b.counters.LogMessages.Add(-int64(len(gone)))
+	l.b.counters.LogBytes.Add(-freed)
+	l.b.counters.DeliveriesDroppedStorageFull.Add(lost)
+	l.warnFull("the broadcast log's provider is full: its oldest messages went to make room",
+		"messages", len(gone), "deliveries", lost)
+	return true
+}
+
+// warnFull logs a full provider's losses at most once every ten seconds.
+func (l *backlog) warnFull(msg string, args ...any) {
+	now := l.b.now()
+	l.mu.Lock()
+	quiet := now.Sub(l.fullWarnedAt) < 10*time.Second
+	if !quiet {
+		l.fullWarnedAt = now
+	}
+	l.mu.Unlock()
+	if !quiet {
+		l.b.log.Warn(msg, append(args, "remedy", "a provider of its own for broker.session.storage, or a larger max_bytes")...)
+	}
+}
+
+// eachSession calls fn for every session, under its shard's lock.
+func (l *backlog) eachSession(fn func(*session)) {
+	for i := range l.b.shards {
+		sh := &l.b.shards[i]
+		sh.mu.Lock()
+		for _, s := range sh.sessions {
+			fn(s)
+		}
+		sh.mu.Unlock()
+	}
 }
 
 // keepLogged makes the sessions in away owe a message already in the log at

@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"fmt"
 	"log/slog"
 	"slices"
 	"sync"
@@ -338,5 +339,29 @@ func TestSubscribeIntoAFullSessionStoreIsQuotaExceeded(t *testing.T) {
 	publish(b, "p", "b/c/d", "x", 0, false)
 	if got := c.payloads(); len(got) != 0 {
 		t.Fatalf("a refused filter was served: %q", got)
+	}
+}
+
+func TestFullProviderLetsTheLogsOldestMessagesGoCounted(t *testing.T) {
+	st := newStores(t, 8000) // one session record and about eight messages
+	b := st.broker(t, Options{})
+	c := &ackClient{id: "dev"}
+	connectAs(t, b, c, true, 60, nil)
+	b.Subscribe(c, []byte("t"), netloop.SubscribeOptions{QoS: 1})
+	b.Disconnected(c, 60, false)
+	payload := string(make([]byte, 500))
+	for i := range 20 {
+		if code := publish(b, "p", "t", fmt.Sprint(i)+payload, 1, false); code != codec.Success {
+			t.Fatalf("publish %d answered 0x%02x: the sessions' loss is never the publisher's", i, byte(code))
+		}
+	}
+	if n := b.Counters().DeliveriesDroppedStorageFull.Load(); n == 0 {
+		t.Fatal("no delivery counted lost to a full provider")
+	}
+	c2 := &ackClient{id: "dev"}
+	connectAs(t, b, c2, false, 60, nil)
+	got := c2.payloads()
+	if len(got) == 0 || len(got) == 20 || got[len(got)-1][:2] != "19" {
+		t.Fatalf("resumed with %d of 20 messages: want the oldest gone and the newest kept", len(got))
 	}
 }
