@@ -34,6 +34,10 @@ type Options struct {
 	// SessionQueueBytes bounds what one away session may be owed in the
 	// broadcast log (limits.session_queue_bytes): past it the oldest goes.
 	SessionQueueBytes int64
+	// MaxSessionExpiry is limits.max_session_expiry: a restored session's
+	// expiry is capped by it as it stands now; 0 is no cap here (netloop caps
+	// what a CONNECT asks for).
+	MaxSessionExpiry time.Duration
 	// AckCommitInterval is broker.session.ack_commit_interval.
 	AckCommitInterval time.Duration
 	// QoS2MaxInflight is broker.qos2.max_inflight_per_client.

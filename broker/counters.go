@@ -21,6 +21,10 @@ type Counters struct {
 	// SessionsExpired: sessions ended because their expiry passed, at a
 	// start or while running (saguin_sessions_dropped_total{cause="expired"}).
 	SessionsExpired atomic.Uint64
+	// SessionExpiryShortened: restored sessions whose expiry was above
+	// limits.max_session_expiry as it stands now
+	// (saguin_session_expiry_shortened_total).
+	SessionExpiryShortened atomic.Uint64
 	// WillsPublished: Wills that went out (saguin_wills_published_total).
 	WillsPublished atomic.Uint64
 	// DeliveriesDroppedQueue: broadcast-log messages an away session lost

@@ -42,6 +42,10 @@ func (b *Broker) Restore() error {
 		r := &stored[i]
 		s := &session{id: r.ClientID, filters: make(map[string]subscription, len(r.Subscriptions)),
 			expiry: r.Expiry, awaySince: r.DisconnectedAt, receiveMax: r.ReceiveMaximum, will: r.Will}
+		if max := b.opts.MaxSessionExpiry; max > 0 && s.expiry > max {
+			s.expiry = max // the cap as it stands now (RFC 0003 "When the session ends")
+			b.counters.SessionExpiryShortened.Add(1)
+		}
 		if s.awaySince.IsZero() && s.expiry > 0 {
 			s.awaySince = now // connected when the broker stopped: away from now
 		}

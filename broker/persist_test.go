@@ -365,3 +365,21 @@ func TestFullProviderLetsTheLogsOldestMessagesGoCounted(t *testing.T) {
 		t.Fatalf("resumed with %d of 20 messages: want the oldest gone and the newest kept", len(got))
 	}
 }
+
+func TestRestoredSessionExpiryIsCappedByTheCurrentMaxSessionExpiry(t *testing.T) {
+	st := newStores(t, 0)
+	now := time.Now()
+	b := st.broker(t, Options{Now: func() time.Time { return now }})
+	c := &ackClient{id: "dev"}
+	connectAs(t, b, c, true, 3600, nil)
+	b.Disconnected(c, 3600, false)
+	b.Close()
+	later := now.Add(2 * time.Minute)
+	b = st.broker(t, Options{MaxSessionExpiry: time.Minute, Now: func() time.Time { return later }})
+	if n := b.Counters().SessionExpiryShortened.Load(); n != 1 {
+		t.Fatalf("sessions shortened counted %d, want 1", n)
+	}
+	if present, _, _ := connectAs(t, b, &ackClient{id: "dev"}, false, 60, nil); present {
+		t.Fatal("a session past the lowered cap was resumed")
+	}
+}

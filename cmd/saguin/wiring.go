@@ -62,6 +62,7 @@ func brokerOptions(cfg *config.Config, st *storage, log *slog.Logger) broker.Opt
 		MaxTopicLevels:    l.MaxTopicLevels,
 		MaxSubscriptions:  l.MaxSubscriptions,
 		SessionQueueBytes: l.SessionQueueBytes,
+		MaxSessionExpiry:  l.MaxSessionExpiry,
 		AckCommitInterval: cfg.Broker.Session.AckCommitInterval,
 		QoS2MaxInflight:   cfg.Broker.QoS2.MaxInflightPerClient,
 		QoS2ExpiresAfter:  cfg.Broker.QoS2.ExpiresAfter,
