@@ -211,20 +211,31 @@ func (b *Broker) Publish(c netloop.Client, p *codec.Publish) (codec.ReasonCode, 
 			return b.refusePublish(c, codec.QuotaExceeded, "the retained store is full")
 		}
 	}
+	ms := matchPool.Get().(*matches)
+	defer ms.release()
 	publisher := c.ClientID()
 	b.subs.match(p.Topic, func(s *session, sub subscription) {
 		if sub.noLocal && s.id == publisher {
 			return
 		}
-		ref := s.client.Load()
-		if ref == nil {
+		if s.client.Load() == nil {
 			return // away: holding messages for it comes with stored sessions
+		}
+		ms.add(s, sub)
+	})
+	// One copy per session, at the highest QoS its matching filters were
+	// granted, carrying every identifier (RFC 0003; MQTT 5 3.3.4).
+	for i := range ms.list {
+		x := &ms.list[i]
+		ref := x.s.client.Load()
+		if ref == nil {
+			continue
 		}
 		if m == nil {
 			m = netloop.NewMessage(p)
 		}
-		ref.c.Deliver(m, netloop.Delivery{QoS: min(p.QoS, sub.qos), Retain: p.Retain && sub.retainAsPublished, SubscriptionID: sub.id})
-	})
+		ref.c.Deliver(m, netloop.Delivery{QoS: min(p.QoS, x.qos), Retain: p.Retain && x.rap, SubscriptionIDs: x.ids})
+	}
 	return codec.Success, ""
 }
 
@@ -315,7 +326,11 @@ func (b *Broker) Subscribe(c netloop.Client, f []byte, o netloop.SubscribeOption
 	sh.mu.Unlock()
 	if o.RetainHandling == 0 || (o.RetainHandling == 1 && !existed) {
 		b.retained.each(filter, func(m *netloop.Message, qos byte) {
-			c.Deliver(m, netloop.Delivery{QoS: min(qos, sub.qos), Retain: true, SubscriptionID: sub.id})
+			d := netloop.Delivery{QoS: min(qos, sub.qos), Retain: true}
+			if sub.id != 0 {
+				d.SubscriptionIDs = []uint32{sub.id}
+			}
+			c.Deliver(m, d)
 		})
 	}
 	return codec.ReasonCode(sub.qos), ""

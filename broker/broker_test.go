@@ -216,3 +216,48 @@ func TestTakeoverOfAConnectionBoundSessionStartsAFreshOne(t *testing.T) {
 		t.Fatalf("a filter of the ended session was served: %v", got)
 	}
 }
+
+func TestOverlappingFiltersGetOneCopyAtTheHighestQoSWithEveryIdentifier(t *testing.T) {
+	b := newTestBroker(Options{})
+	c := &recordingClient{fakeClient: fakeClient{id: "over"}}
+	b.Connect(c, &netloop.ConnectRequest{Version: 5, ClientID: c.id, CleanStart: true})
+	b.Subscribe(c, []byte("o/#"), netloop.SubscribeOptions{QoS: 0, SubscriptionID: 5})
+	b.Subscribe(c, []byte("o/+"), netloop.SubscribeOptions{QoS: 1, SubscriptionID: 6})
+	pub(b, &fakeClient{id: "p"}, "o/x", "one", false)
+	if len(c.deliveries) != 1 {
+		t.Fatalf("%d copies, want one", len(c.deliveries))
+	}
+	d := c.deliveries[0]
+	if d.QoS != 1 || len(d.SubscriptionIDs) != 2 {
+		t.Fatalf("delivery %+v, want QoS 1 carrying both identifiers", d)
+	}
+}
+
+func TestFanOutToManySessionsDeliversOneCopyEach(t *testing.T) {
+	b := newTestBroker(Options{})
+	var subs []*fakeClient
+	for i := 0; i < 40; i++ {
+		c := &fakeClient{id: "s" + string(rune('A'+i))}
+		connect(b, c, true, 0)
+		subscribe(b, c, "f/#", netloop.SubscribeOptions{QoS: 1})
+		subscribe(b, c, "f/+", netloop.SubscribeOptions{QoS: 1})
+		subs = append(subs, c)
+	}
+	pub(b, &fakeClient{id: "p"}, "f/x", "m", false)
+	for _, c := range subs {
+		if got := c.payloads(); len(got) != 1 {
+			t.Fatalf("%s got %d copies, want 1", c.id, len(got))
+		}
+	}
+}
+
+// recordingClient keeps every Delivery it is handed.
+type recordingClient struct {
+	fakeClient
+	deliveries []netloop.Delivery
+}
+
+func (r *recordingClient) Deliver(m *netloop.Message, d netloop.Delivery) bool {
+	r.deliveries = append(r.deliveries, d)
+	return r.fakeClient.Deliver(m, d)
+}

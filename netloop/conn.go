@@ -101,7 +101,6 @@ type scratch struct {
 	disc     codec.Disconnect
 	out      []byte
 	batch    []outEntry
-	subID    [1]uint32
 }
 
 var scratchPool = sync.Pool{New: func() any {
@@ -129,7 +128,7 @@ func (c *Conn) Version() byte { return byte(c.version.Load()) }
 
 // Deliver queues a delivery and wakes the loop to write it. It never blocks.
 func (c *Conn) Deliver(m *Message, d Delivery) bool {
-	if !c.out.push(outEntry{msg: m, qos: d.QoS, retain: d.Retain, subID: d.SubscriptionID}) {
+	if !c.out.push(outEntry{msg: m, qos: d.QoS, retain: d.Retain, subIDs: d.SubscriptionIDs}) {
 		return false
 	}
 	c.wake()
@@ -435,11 +434,9 @@ func (c *Conn) encode(sc *scratch, e outEntry, version byte) {
 		}
 		p.Properties.MessageExpiry = uint32((left + int64(time.Second) - 1) / int64(time.Second))
 	}
-	if version == codec.Version5 && e.subID != 0 {
-		// The identifier belongs to this delivery: a scratch-owned slice,
-		// never the shared message's.
-		sc.subID[0] = e.subID
-		p.Properties.SubscriptionIDs = sc.subID[:]
+	if version == codec.Version5 && len(e.subIDs) > 0 {
+		// The identifiers belong to this delivery, never to the message.
+		p.Properties.SubscriptionIDs = e.subIDs
 		p.Properties.Present.Set(codec.PropSubscriptionID)
 	}
 	// MQTT-3.1.2-25: never send a packet above the client's Maximum Packet
@@ -453,7 +450,7 @@ func (c *Conn) encode(sc *scratch, e outEntry, version byte) {
 		}
 		sc.out = p.Append(sc.out, version)
 	}
-	if e.msg.Props != nil || e.subID != 0 {
+	if e.msg.Props != nil || len(e.subIDs) > 0 {
 		// Never keep the message's slices, or the identifier's, in scratch:
 		// a later decode would append into memory a delivery shares.
 		p.Properties = codec.Properties{}

@@ -11,8 +11,8 @@ type outEntry struct {
 	msg    *Message
 	qos    byte
 	retain bool
-	subID  uint32 // Subscription Identifier to carry; 0 none
-	seq    uint64 // position in the queue, so a drained batch pops exactly itself
+	subIDs []uint32 // Subscription Identifiers to carry
+	seq    uint64   // position in the queue, so a drained batch pops exactly itself
 }
 
 // outQueue holds the deliveries a connection has not yet handed to its
