@@ -31,6 +31,10 @@ type Options struct {
 	// RetainedMaxBytes bounds the in-memory retained store; past it a new
 	// retained value is refused 0x97.
 	RetainedMaxBytes int
+	MaxHeaderCount   int   // limits.max_header_count: User Properties on a publish
+	MaxHeaderBytes   int   // limits.max_header_bytes: their names and values together
+	PublishRate      int64 // limits.publish_rate, messages a second per client; 0 none
+	PublishBytes     int64 // limits.publish_bytes, bytes a second per client; 0 none
 	Logger           *slog.Logger
 }
 
@@ -40,6 +44,8 @@ const (
 	DefaultMaxTopicLevels   = 200
 	DefaultMaxSubscriptions = 10000
 	DefaultRetainedMaxBytes = 64 << 20
+	DefaultMaxHeaderCount   = 32
+	DefaultMaxHeaderBytes   = 8 << 10
 )
 
 // sessionShards is how many locks the sessions are spread over.
@@ -53,6 +59,7 @@ type Broker struct {
 	shards   [sessionShards]shard
 	subs     index
 	retained retainedStore
+	budgets  *budgets // nil when neither publish_rate nor publish_bytes is set
 }
 
 type shard struct {
@@ -91,6 +98,12 @@ func New(opts Options) *Broker {
 	if opts.MaxSubscriptions == 0 {
 		opts.MaxSubscriptions = DefaultMaxSubscriptions
 	}
+	if opts.MaxHeaderCount == 0 {
+		opts.MaxHeaderCount = DefaultMaxHeaderCount
+	}
+	if opts.MaxHeaderBytes == 0 {
+		opts.MaxHeaderBytes = DefaultMaxHeaderBytes
+	}
 	if opts.RetainedMaxBytes == 0 {
 		opts.RetainedMaxBytes = DefaultRetainedMaxBytes
 	}
@@ -99,6 +112,7 @@ func New(opts Options) *Broker {
 	}
 	b := &Broker{opts: opts, log: opts.Logger, seed: maphash.MakeSeed()}
 	b.retained.limit = opts.RetainedMaxBytes
+	b.budgets = newBudgets(opts.PublishRate, opts.PublishBytes)
 	for i := range b.shards {
 		b.shards[i].sessions = make(map[string]*session)
 	}
@@ -198,17 +212,29 @@ func (b *Broker) dropFilters(s *session) {
 // Publish routes p to the subscribers it reaches and answers its PUBACK
 // code, with why for a refusal.
 func (b *Broker) Publish(c netloop.Client, p *codec.Publish) (codec.ReasonCode, string) {
+	// The rate comes first: before the topic is resolved or anything kept,
+	// so nothing accumulates whatever an over-eager client does. Said at
+	// debug, since a client held to its rate makes one line per publish.
+	if !b.budgets.take(c.ClientID(), len(p.Payload), time.Now()) {
+		b.log.Debug("publish refused", "client_id", c.ClientID(), "topic", string(p.Topic), "code", codec.QuotaExceeded.String(), "why", "publish rate exceeded")
+		return codec.QuotaExceeded, "over limits.publish_rate or limits.publish_bytes"
+	}
+	if n, size := headers(&p.Properties); n > b.opts.MaxHeaderCount {
+		return b.refusePublish(c, p, codec.QuotaExceeded, "more User Properties than limits.max_header_count")
+	} else if size > b.opts.MaxHeaderBytes {
+		return b.refusePublish(c, p, codec.QuotaExceeded, "User Properties larger than limits.max_header_bytes")
+	}
 	if code, why := b.checkTopic(p.Topic); code != codec.Success {
-		return b.refusePublish(c, code, why)
+		return b.refusePublish(c, p, code, why)
 	}
 	if err := codec.CheckPayloadFormat(p); err != nil {
-		return b.refusePublish(c, codec.PayloadFormatInvalid, "Payload Format Indicator says UTF-8 and the payload is not")
+		return b.refusePublish(c, p, codec.PayloadFormatInvalid, "Payload Format Indicator says UTF-8 and the payload is not")
 	}
 	var m *netloop.Message
 	if p.Retain {
 		m = netloop.NewMessage(p)
 		if !b.retained.set(string(p.Topic), m, p.QoS) {
-			return b.refusePublish(c, codec.QuotaExceeded, "the retained store is full")
+			return b.refusePublish(c, p, codec.QuotaExceeded, "the retained store is full")
 		}
 	}
 	ms := matchPool.Get().(*matches)
@@ -239,10 +265,19 @@ func (b *Broker) Publish(c netloop.Client, p *codec.Publish) (codec.ReasonCode, 
 	return codec.Success, ""
 }
 
+// headers counts a publish's User Properties and their bytes, names and
+// values together.
+func headers(p *codec.Properties) (n, size int) {
+	for _, u := range p.User {
+		size += len(u.Key) + len(u.Value)
+	}
+	return len(p.User), size
+}
+
 // refusePublish logs a refused publish, whatever its QoS (RFC 0002: every
 // refusal is logged, so one with no reply at all is still visible).
-func (b *Broker) refusePublish(c netloop.Client, code codec.ReasonCode, why string) (codec.ReasonCode, string) {
-	b.log.Warn("publish refused", "client_id", c.ClientID(), "code", code.String(), "why", why)
+func (b *Broker) refusePublish(c netloop.Client, p *codec.Publish, code codec.ReasonCode, why string) (codec.ReasonCode, string) {
+	b.log.Warn("publish refused", "client_id", c.ClientID(), "topic", string(p.Topic), "qos", p.QoS, "code", code.String(), "why", why)
 	return code, why
 }
 

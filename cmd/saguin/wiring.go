@@ -60,6 +60,10 @@ func brokerOptions(cfg *config.Config, log *slog.Logger) broker.Options {
 		MaxTopicLength:   l.MaxTopicLength,
 		MaxTopicLevels:   l.MaxTopicLevels,
 		MaxSubscriptions: l.MaxSubscriptions,
+		MaxHeaderCount:   l.MaxHeaderCount,
+		MaxHeaderBytes:   int(l.MaxHeaderBytes),
+		PublishRate:      int64(l.PublishRate),
+		PublishBytes:     l.PublishBytes,
 		Logger:           log,
 	}
 }
