@@ -392,7 +392,7 @@ func (l *backlog) send(s *session, c netloop.Client, got []store.BroadcastEntry)
 
 // sendOne sends s's owed entry j, the log message e (m built from it, nil
 // when its Message Expiry ran out), from s's current subscriptions: the
-// highest QoS among the filters that match, one Subscription Identifier,
+// highest QoS among the filters that match, every Subscription Identifier,
 // RETAIN when the publisher set it and a matching filter asked for Retain As
 // Published, under the packet identifier its offset gives. An entry no filter
 // matches any more, or that expired, is released as though acknowledged and
@@ -423,8 +423,8 @@ func (s *session) deliveryFor(r *store.Record) (d netloop.Delivery, ok bool) {
 		if !ok || sub.qos > d.QoS {
 			d.QoS = sub.qos
 		}
-		if sub.id != 0 && d.SubscriptionID == 0 {
-			d.SubscriptionID = sub.id
+		if sub.id != 0 {
+			d.SubscriptionIDs = append(d.SubscriptionIDs, sub.id)
 		}
 		d.Retain = d.Retain || (r.Retain && sub.retainAsPublished)
 		ok = true

@@ -53,6 +53,10 @@ type Options struct {
 	// RetainedMaxBytes bounds the broker's own retained store (only when
 	// Retained is nil); past it a new retained value is refused 0x97.
 	RetainedMaxBytes int64
+	MaxHeaderCount   int   // limits.max_header_count: User Properties on a publish
+	MaxHeaderBytes   int   // limits.max_header_bytes: their names and values together
+	PublishRate      int64 // limits.publish_rate, messages a second per client; 0 none
+	PublishBytes     int64 // limits.publish_bytes, bytes a second per client; 0 none
 	Logger           *slog.Logger
 	// Now is the clock; nil is time.Now.
 	Now func() time.Time
@@ -67,6 +71,8 @@ const (
 	DefaultSessionQueueBytes = 1 << 20
 	DefaultAckCommitInterval = 200 * time.Millisecond
 	DefaultQoS2MaxInflight   = 20
+	DefaultMaxHeaderCount    = 32
+	DefaultMaxHeaderBytes    = 8 << 10
 )
 
 // sessionShards is how many locks the sessions are spread over.
@@ -83,6 +89,7 @@ type Broker struct {
 	sessions store.Sessions
 	retained store.Retained
 	bcast    backlog
+	budgets  *budgets // nil when neither publish_rate nor publish_bytes is set
 	// stopping is set by Stop: the connections a graceful stop ends are not
 	// devices dying, so no Will falls due and no session ends for them.
 	stopping atomic.Bool
@@ -161,6 +168,12 @@ func New(opts Options) *Broker {
 	if opts.AckCommitInterval == 0 {
 		opts.AckCommitInterval = DefaultAckCommitInterval
 	}
+	if opts.MaxHeaderCount == 0 {
+		opts.MaxHeaderCount = DefaultMaxHeaderCount
+	}
+	if opts.MaxHeaderBytes == 0 {
+		opts.MaxHeaderBytes = DefaultMaxHeaderBytes
+	}
 	if opts.QoS2MaxInflight == 0 {
 		opts.QoS2MaxInflight = DefaultQoS2MaxInflight
 	}
@@ -179,6 +192,7 @@ func New(opts Options) *Broker {
 		b.retained = ownStore(store.MemoryOptions{Name: "broker retained", MaxBytes: opts.RetainedMaxBytes}).retainedStore()
 	}
 	b.bcast.init(b)
+	b.budgets = newBudgets(opts.PublishRate, opts.PublishBytes)
 	for i := range b.shards {
 		b.shards[i].sessions = make(map[string]*session)
 	}
@@ -485,11 +499,23 @@ func (b *Broker) storageFailed(what, clientID string, err error) {
 // Publish routes p to the subscribers it reaches and answers its PUBACK
 // code, with why for a refusal.
 func (b *Broker) Publish(c netloop.Client, p *codec.Publish) (codec.ReasonCode, string) {
+	// The rate comes first: before the topic is resolved or anything kept,
+	// so nothing accumulates whatever an over-eager client does. Said at
+	// debug, since a client held to its rate makes one line per publish.
+	if !b.budgets.take(c.ClientID(), len(p.Payload), time.Now()) {
+		b.log.Debug("publish refused", "client_id", c.ClientID(), "topic", string(p.Topic), "code", codec.QuotaExceeded.String(), "why", "publish rate exceeded")
+		return codec.QuotaExceeded, "over limits.publish_rate or limits.publish_bytes"
+	}
+	if n, size := headers(&p.Properties); n > b.opts.MaxHeaderCount {
+		return b.refusePublish(c.ClientID(), p, codec.QuotaExceeded, "more User Properties than limits.max_header_count")
+	} else if size > b.opts.MaxHeaderBytes {
+		return b.refusePublish(c.ClientID(), p, codec.QuotaExceeded, "User Properties larger than limits.max_header_bytes")
+	}
 	if code, why := b.checkTopic(p.Topic); code != codec.Success {
-		return b.refusePublish(c.ClientID(), code, why)
+		return b.refusePublish(c.ClientID(), p, code, why)
 	}
 	if err := codec.CheckPayloadFormat(p); err != nil {
-		return b.refusePublish(c.ClientID(), codec.PayloadFormatInvalid, "Payload Format Indicator says UTF-8 and the payload is not")
+		return b.refusePublish(c.ClientID(), p, codec.PayloadFormatInvalid, "Payload Format Indicator says UTF-8 and the payload is not")
 	}
 	if p.QoS == 2 {
 		return b.hold(c, p) // routed at its PUBREL (Release)
@@ -497,10 +523,19 @@ func (b *Broker) Publish(c netloop.Client, p *codec.Publish) (codec.ReasonCode, 
 	return b.route(c.ClientID(), p)
 }
 
+// headers counts a publish's User Properties and their bytes, names and
+// values together.
+func headers(p *codec.Properties) (n, size int) {
+	for _, u := range p.User {
+		size += len(u.Key) + len(u.Value)
+	}
+	return len(p.User), size
+}
+
 // refusePublish logs a refused publish, whatever its QoS (RFC 0002: every
 // refusal is logged, so one with no reply at all is still visible).
-func (b *Broker) refusePublish(clientID string, code codec.ReasonCode, why string) (codec.ReasonCode, string) {
-	b.log.Warn("publish refused", "client_id", clientID, "code", code.String(), "why", why)
+func (b *Broker) refusePublish(clientID string, p *codec.Publish, code codec.ReasonCode, why string) (codec.ReasonCode, string) {
+	b.log.Warn("publish refused", "client_id", clientID, "topic", string(p.Topic), "qos", p.QoS, "code", code.String(), "why", why)
 	return code, why
 }
 
@@ -510,7 +545,7 @@ func (b *Broker) refusePublish(clientID string, code codec.ReasonCode, why strin
 func (b *Broker) route(publisher string, p *codec.Publish) (codec.ReasonCode, string) {
 	if p.Retain {
 		if code, why := b.retain(publisher, p); code != codec.Success {
-			return b.refusePublish(publisher, code, why)
+			return b.refusePublish(publisher, p, code, why)
 		}
 	}
 	b.routeLogged(publisher, p, 0, 0)
@@ -524,26 +559,34 @@ func (b *Broker) route(publisher string, p *codec.Publish) (codec.ReasonCode, st
 func (b *Broker) routeLogged(publisher string, p *codec.Publish, offset uint64, size int64) {
 	var m *netloop.Message
 	away := b.bcast.scratch()
+	ms := matchPool.Get().(*matches)
+	defer ms.release()
 	b.subs.match(p.Topic, func(s *session, sub subscription) {
 		if sub.noLocal && s.id == publisher {
 			return
 		}
-		qos := min(p.QoS, sub.qos)
-		if qos > 0 && s.expiry > 0 {
+		ms.add(s, sub)
+	})
+	// One copy per session, at the highest QoS its matching filters were
+	// granted, carrying every identifier (RFC 0003; MQTT 5 3.3.4).
+	for i := range ms.list {
+		x := &ms.list[i]
+		qos := min(p.QoS, x.qos)
+		if qos > 0 && x.s.expiry > 0 {
 			// A session that outlives its connection is served from the
 			// log, connected or not, so what it has in flight survives.
-			away.add(s)
-			return
+			away.add(x.s)
+			continue
 		}
-		ref := s.client.Load()
+		ref := x.s.client.Load()
 		if ref == nil {
-			return
+			continue
 		}
 		if m == nil {
 			m = netloop.NewMessage(p)
 		}
-		ref.c.Deliver(m, netloop.Delivery{QoS: qos, Retain: p.Retain && sub.retainAsPublished, SubscriptionID: sub.id})
-	})
+		ref.c.Deliver(m, netloop.Delivery{QoS: qos, Retain: p.Retain && x.rap, SubscriptionIDs: x.ids})
+	}
 	switch {
 	case offset != 0:
 		b.bcast.keepLogged(offset, size, away, m)

@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"hash/maphash"
 	"log/slog"
 	"sync"
 	"testing"
@@ -214,5 +215,106 @@ func TestTakeoverOfAConnectionBoundSessionStartsAFreshOne(t *testing.T) {
 	pub(b, &fakeClient{id: "p"}, "t", "no", false)
 	if got := newer.payloads(); len(got) != 0 {
 		t.Fatalf("a filter of the ended session was served: %v", got)
+	}
+}
+
+func TestOverlappingFiltersGetOneCopyAtTheHighestQoSWithEveryIdentifier(t *testing.T) {
+	b := newTestBroker(Options{})
+	c := &recordingClient{fakeClient: fakeClient{id: "over"}}
+	b.Connect(c, &netloop.ConnectRequest{Version: 5, ClientID: c.id, CleanStart: true})
+	b.Subscribe(c, []byte("o/#"), netloop.SubscribeOptions{QoS: 0, SubscriptionID: 5})
+	b.Subscribe(c, []byte("o/+"), netloop.SubscribeOptions{QoS: 1, SubscriptionID: 6})
+	pub(b, &fakeClient{id: "p"}, "o/x", "one", false)
+	if len(c.deliveries) != 1 {
+		t.Fatalf("%d copies, want one", len(c.deliveries))
+	}
+	d := c.deliveries[0]
+	if d.QoS != 1 || len(d.SubscriptionIDs) != 2 {
+		t.Fatalf("delivery %+v, want QoS 1 carrying both identifiers", d)
+	}
+}
+
+func TestFanOutToManySessionsDeliversOneCopyEach(t *testing.T) {
+	b := newTestBroker(Options{})
+	var subs []*fakeClient
+	for i := 0; i < 40; i++ {
+		c := &fakeClient{id: "s" + string(rune('A'+i))}
+		connect(b, c, true, 0)
+		subscribe(b, c, "f/#", netloop.SubscribeOptions{QoS: 1})
+		subscribe(b, c, "f/+", netloop.SubscribeOptions{QoS: 1})
+		subs = append(subs, c)
+	}
+	pub(b, &fakeClient{id: "p"}, "f/x", "m", false)
+	for _, c := range subs {
+		if got := c.payloads(); len(got) != 1 {
+			t.Fatalf("%s got %d copies, want 1", c.id, len(got))
+		}
+	}
+}
+
+// recordingClient keeps every Delivery it is handed.
+type recordingClient struct {
+	fakeClient
+	deliveries []netloop.Delivery
+}
+
+func (r *recordingClient) Deliver(m *netloop.Message, d netloop.Delivery) bool {
+	r.deliveries = append(r.deliveries, d)
+	return r.fakeClient.Deliver(m, d)
+}
+
+func TestPublishRateBudgetBelongsToTheClientIDAndRefusesPastIt(t *testing.T) {
+	b := newTestBroker(Options{PublishRate: 2})
+	c := &fakeClient{id: "fast"}
+	codes := []codec.ReasonCode{pub(b, c, "r", "1", false), pub(b, c, "r", "2", false), pub(b, c, "r", "3", false)}
+	if codes[0] != codec.Success || codes[1] != codec.Success || codes[2] != codec.QuotaExceeded {
+		t.Fatalf("codes %v, want two accepted then 0x97", codes)
+	}
+	if code := pub(b, &fakeClient{id: "fast"}, "r", "4", false); code != codec.QuotaExceeded {
+		t.Fatalf("another connection under the same id: 0x%02x, want 0x97", byte(code))
+	}
+	if code := pub(b, &fakeClient{id: "other"}, "r", "1", false); code != codec.Success {
+		t.Fatalf("another client id: 0x%02x, want its own budget", byte(code))
+	}
+}
+
+func TestMessageLargerThanTheByteBudgetIsAdmittedIntoDeficit(t *testing.T) {
+	b := newTestBroker(Options{PublishBytes: 10})
+	c := &fakeClient{id: "big"}
+	if code := pub(b, c, "r", string(make([]byte, 100)), false); code != codec.Success {
+		t.Fatalf("0x%02x: a message over the per-second bytes is a rate, not a ban", byte(code))
+	}
+	if code := pub(b, c, "r", "x", false); code != codec.QuotaExceeded {
+		t.Fatalf("0x%02x, want 0x97 while in deficit", byte(code))
+	}
+}
+
+func TestRefilledBudgetsAreDropped(t *testing.T) {
+	bs := newBudgets(5, 0)
+	now := time.Now()
+	bs.take("a", 1, now)
+	sh := &bs.shards[maphash.String(bs.seed, "a")%sessionShards]
+	bs.sweep(sh, now.Add(2*time.Second))
+	if len(sh.m) != 0 {
+		t.Fatal("a refilled budget was kept")
+	}
+}
+
+func TestHeadersPastMaxHeaderCountOrBytesAreRefused(t *testing.T) {
+	b := newTestBroker(Options{MaxHeaderCount: 1, MaxHeaderBytes: 8})
+	c := &fakeClient{id: "h"}
+	p := &codec.Publish{Topic: []byte("t")}
+	p.Properties.AddUser([]byte("a"), []byte("1"))
+	if code, _ := b.Publish(c, p); code != codec.Success {
+		t.Fatalf("0x%02x", byte(code))
+	}
+	p.Properties.AddUser([]byte("b"), []byte("2"))
+	if code, _ := b.Publish(c, p); code != codec.QuotaExceeded {
+		t.Fatalf("two headers at max_header_count 1: 0x%02x", byte(code))
+	}
+	q := &codec.Publish{Topic: []byte("t")}
+	q.Properties.AddUser([]byte("key"), []byte("valuevalue"))
+	if code, _ := b.Publish(c, q); code != codec.QuotaExceeded {
+		t.Fatalf("13 header bytes at max_header_bytes 8: 0x%02x", byte(code))
 	}
 }

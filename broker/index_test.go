@@ -5,7 +5,7 @@ import (
 	"testing"
 )
 
-func matches(x *index, topic string) []string {
+func matchIDs(x *index, topic string) []string {
 	var ids []string
 	x.match([]byte(topic), func(s *session, _ subscription) { ids = append(ids, s.id) })
 	sort.Strings(ids)
@@ -37,7 +37,7 @@ func TestIndexMatchesWhatMQTTSaysAFilterMatches(t *testing.T) {
 		{"b", []string{"all", "plusall"}},
 		{"$SYS/x", []string{"dollar", "dollarpl"}}, // no wildcard first level reaches $
 	} {
-		if got := matches(&x, tc.topic); !equal(got, tc.want) {
+		if got := matchIDs(&x, tc.topic); !equal(got, tc.want) {
 			t.Errorf("%s: %v, want %v", tc.topic, got, tc.want)
 		}
 	}
@@ -48,7 +48,7 @@ func TestIndexRemovePrunesAndStopsMatching(t *testing.T) {
 	s := &session{id: "s"}
 	x.add("a/+/c", s, subscription{})
 	x.remove("a/+/c", s)
-	if got := matches(&x, "a/b/c"); len(got) != 0 {
+	if got := matchIDs(&x, "a/b/c"); len(got) != 0 {
 		t.Fatalf("still matched: %v", got)
 	}
 	if len(x.root.children) != 0 {

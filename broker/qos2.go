@@ -34,15 +34,15 @@ func (b *Broker) hold(c netloop.Client, p *codec.Publish) (codec.ReasonCode, str
 	now := b.now()
 	b.expireHolds(s, now)
 	if len(s.holds) >= b.opts.QoS2MaxInflight {
-		return b.refusePublish(id, codec.QuotaExceeded, "past broker.qos2.max_inflight_per_client unfinished exactly-once publishes")
+		return b.refusePublish(id, p, codec.QuotaExceeded, "past broker.qos2.max_inflight_per_client unfinished exactly-once publishes")
 	}
 	rec := recordOf(p, id, now)
 	if err := b.bcast.log.Hold(store.Held{ClientID: id, PacketID: p.PacketID, HeldAt: now, Record: rec}); err != nil {
 		if store.IsFull(err) {
-			return b.refusePublish(id, codec.QuotaExceeded, "the broadcast log's provider is full")
+			return b.refusePublish(id, p, codec.QuotaExceeded, "the broadcast log's provider is full")
 		}
 		b.storageFailed("holding an exactly-once publish", id, err)
-		return b.refusePublish(id, codec.ImplementationSpecificError, "the store could not hold the message")
+		return b.refusePublish(id, p, codec.ImplementationSpecificError, "the store could not hold the message")
 	}
 	if s.holds == nil {
 		s.holds = make(map[uint16]heldPublish)

@@ -53,6 +53,10 @@ func (b *Broker) sendRetained(c netloop.Client, filter string, sub subscription)
 			}
 			continue
 		}
-		c.Deliver(m, netloop.Delivery{QoS: min(hits[i].QoS, sub.qos), Retain: true, SubscriptionID: sub.id})
+		d := netloop.Delivery{QoS: min(hits[i].QoS, sub.qos), Retain: true}
+		if sub.id != 0 {
+			d.SubscriptionIDs = []uint32{sub.id}
+		}
+		c.Deliver(m, d)
 	}
 }

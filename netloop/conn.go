@@ -90,7 +90,7 @@ type inflight struct {
 	// What a resumed session needs to send it again (ResumeHandler).
 	msg    *Message
 	retain bool
-	subID  uint32
+	subIDs []uint32
 	seq    uint64 // the order it was sent in
 }
 
@@ -108,7 +108,6 @@ type scratch struct {
 	disc     codec.Disconnect
 	out      []byte
 	batch    []outEntry
-	subID    [1]uint32
 }
 
 var scratchPool = sync.Pool{New: func() any {
@@ -136,7 +135,7 @@ func (c *Conn) Version() byte { return byte(c.version.Load()) }
 
 // Deliver queues a delivery and wakes the loop to write it. It never blocks.
 func (c *Conn) Deliver(m *Message, d Delivery) bool {
-	if !c.out.push(outEntry{msg: m, qos: d.QoS, retain: d.Retain, subID: d.SubscriptionID, offset: d.Offset, pid: d.PacketID, rel: d.Released, dup: d.Dup}) {
+	if !c.out.push(outEntry{msg: m, qos: d.QoS, retain: d.Retain, subIDs: d.SubscriptionIDs, offset: d.Offset, pid: d.PacketID, rel: d.Released, dup: d.Dup}) {
 		return false
 	}
 	c.wake()
@@ -436,7 +435,7 @@ func (c *Conn) encode(sc *scratch, e outEntry, version byte) {
 		// A resumed QoS 2 exchange the client already has: only its PUBREL.
 		id := c.takePacketID(e.pid)
 		size := e.msg.Size()
-		c.inflight[id] = inflight{size: size, qos: 2, released: true, msg: e.msg, retain: e.retain, subID: e.subID, seq: e.seq}
+		c.inflight[id] = inflight{size: size, qos: 2, released: true, msg: e.msg, retain: e.retain, subIDs: e.subIDs, seq: e.seq}
 		c.inflightBytes += size
 		c.appendAck(sc, codec.TypePubrel, id, codec.Success)
 		return
@@ -457,11 +456,9 @@ func (c *Conn) encode(sc *scratch, e outEntry, version byte) {
 		}
 		p.Properties.MessageExpiry = uint32((left + int64(time.Second) - 1) / int64(time.Second))
 	}
-	if version == codec.Version5 && e.subID != 0 {
-		// The identifier belongs to this delivery: a scratch-owned slice,
-		// never the shared message's.
-		sc.subID[0] = e.subID
-		p.Properties.SubscriptionIDs = sc.subID[:]
+	if version == codec.Version5 && len(e.subIDs) > 0 {
+		// The identifiers belong to this delivery, never to the message.
+		p.Properties.SubscriptionIDs = e.subIDs
 		p.Properties.Present.Set(codec.PropSubscriptionID)
 	}
 	// MQTT-3.1.2-25: never send a packet above the client's Maximum Packet
@@ -470,12 +467,12 @@ func (c *Conn) encode(sc *scratch, e outEntry, version byte) {
 		if e.qos > 0 {
 			p.PacketID = c.takePacketID(e.pid)
 			size := e.msg.Size()
-			c.inflight[p.PacketID] = inflight{size: size, qos: e.qos, offset: e.offset, msg: e.msg, retain: e.retain, subID: e.subID, seq: e.seq}
+			c.inflight[p.PacketID] = inflight{size: size, qos: e.qos, offset: e.offset, msg: e.msg, retain: e.retain, subIDs: e.subIDs, seq: e.seq}
 			c.inflightBytes += size
 		}
 		sc.out = p.Append(sc.out, version)
 	}
-	if e.msg.Props != nil || e.subID != 0 {
+	if e.msg.Props != nil || len(e.subIDs) > 0 {
 		// Never keep the message's slices, or the identifier's, in scratch:
 		// a later decode would append into memory a delivery shares.
 		p.Properties = codec.Properties{}
@@ -507,7 +504,7 @@ func (c *Conn) handBackUnfinished() {
 		if f.msg == nil {
 			continue
 		}
-		u = append(u, Unfinished{Msg: f.msg, Delivery: Delivery{QoS: f.qos, Retain: f.retain, SubscriptionID: f.subID,
+		u = append(u, Unfinished{Msg: f.msg, Delivery: Delivery{QoS: f.qos, Retain: f.retain, SubscriptionIDs: f.subIDs,
 			Offset: f.offset, PacketID: id, Released: f.released, Dup: true}})
 	}
 	sort.Slice(u, func(i, j int) bool {
@@ -515,7 +512,7 @@ func (c *Conn) handBackUnfinished() {
 	})
 	for _, e := range c.out.snapshot(make([]outEntry, 0, c.out.len())) {
 		if e.qos > 0 {
-			u = append(u, Unfinished{Msg: e.msg, Delivery: Delivery{QoS: e.qos, Retain: e.retain, SubscriptionID: e.subID,
+			u = append(u, Unfinished{Msg: e.msg, Delivery: Delivery{QoS: e.qos, Retain: e.retain, SubscriptionIDs: e.subIDs,
 				Offset: e.offset, PacketID: e.pid, Released: e.rel, Dup: e.dup}})
 		}
 	}

@@ -89,9 +89,11 @@ type SubscribeOptions struct {
 
 // Delivery is how one message is sent to one subscription.
 type Delivery struct {
-	QoS            byte   // already the lower of the publish's and the subscription's
-	Retain         bool   // the RETAIN flag on the outgoing PUBLISH
-	SubscriptionID uint32 // carried as Subscription Identifier; 0 is none
+	QoS    byte // already the lower of the publish's and the subscription's
+	Retain bool // the RETAIN flag on the outgoing PUBLISH
+	// SubscriptionIDs are the identifiers of every subscription this one
+	// copy answers for (overlapping filters get one copy carrying them all).
+	SubscriptionIDs []uint32
 	// Offset numbers the delivery for the handler's AckHandler (a broadcast
 	// log offset); 0 asks for no report.
 	Offset uint64

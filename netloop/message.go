@@ -1,6 +1,7 @@
 package netloop
 
 import (
+	"bytes"
 	"time"
 
 	"saguin/codec"
@@ -60,13 +61,32 @@ func NewMessage(p *codec.Publish) *Message {
 		ResponseTopic:   take(pr.ResponseTopic),
 		CorrelationData: take(pr.CorrelationData),
 	}
-	if len(pr.User) > 0 {
-		m.Props.User = make([]codec.UserProperty, len(pr.User))
-		for i, u := range pr.User {
-			m.Props.User[i] = codec.UserProperty{Key: take(u.Key), Value: take(u.Value)}
+	kept := 0
+	for _, u := range pr.User {
+		if !reservedUserProperty(u.Key) {
+			kept++
 		}
 	}
+	if kept > 0 {
+		m.Props.User = make([]codec.UserProperty, 0, kept)
+		for _, u := range pr.User {
+			if !reservedUserProperty(u.Key) {
+				m.Props.User = append(m.Props.User, codec.UserProperty{Key: take(u.Key), Value: take(u.Value)})
+			}
+		}
+	} else {
+		m.Props.Present &^= 1 << codec.PropUserProperty
+	}
 	return m
+}
+
+// reservedUserProperty reports a User Property a publisher may not set: every
+// name beginning saguin- but saguin-id is the broker's to write, and is
+// stripped so that a publisher cannot forge what consumers trust (RFC 0003
+// "Reserved prefix"). This is the only change ever made to what a publisher
+// sent.
+func reservedUserProperty(key []byte) bool {
+	return bytes.HasPrefix(key, []byte("saguin-")) && string(key) != "saguin-id"
 }
 
 // Expired reports whether the message's Message Expiry Interval has run out.

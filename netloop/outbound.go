@@ -11,12 +11,12 @@ type outEntry struct {
 	msg    *Message
 	qos    byte
 	retain bool
-	subID  uint32 // Subscription Identifier to carry; 0 none
-	offset uint64 // the handler's number for an AckHandler report; 0 none
-	pid    uint16 // a resumed session's identifier to re-send under; 0 none
-	rel    bool   // only the PUBREL is owed
-	dup    bool   // may have been sent before
-	seq    uint64 // position in the queue, so a drained batch pops exactly itself
+	subIDs []uint32 // Subscription Identifiers to carry
+	offset uint64   // the handler's number for an AckHandler report; 0 none
+	pid    uint16   // a resumed session's identifier to re-send under; 0 none
+	rel    bool     // only the PUBREL is owed
+	dup    bool     // may have been sent before
+	seq    uint64   // position in the queue, so a drained batch pops exactly itself
 }
 
 // outQueue holds the deliveries a connection has not yet handed to its

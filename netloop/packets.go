@@ -1,6 +1,7 @@
 package netloop
 
 import (
+	"bytes"
 	"strings"
 
 	"saguin/codec"
@@ -256,6 +257,23 @@ func (c *Conn) onSubscribe(h codec.Header, body []byte, sc *scratch) {
 		c.protocolFault(err, sc)
 		return
 	}
+	if v == codec.Version5 && hasReservedUserProperty(&s.Properties) {
+		// An instruction Sagüin does not understand is refused, and it is
+		// the packet's, so every filter is (RFC 0003 "The reserved prefix on
+		// a client's own packets").
+		sa := &sc.suback
+		sa.PacketID = s.PacketID
+		sa.Properties.Reset()
+		sa.ReasonCodes = sa.ReasonCodes[:0]
+		for range s.Subscriptions {
+			sa.ReasonCodes = append(sa.ReasonCodes, codec.ImplementationSpecificError)
+		}
+		c.reasonString(&sa.Properties, codec.ImplementationSpecificError, "SUBSCRIBE carries a saguin- User Property Sagüin does not read", false)
+		sc.out = sa.Append(sc.out, v)
+		sa.Properties.Reset()
+		c.logWarn("subscribe refused: a saguin- User Property Sagüin does not read", "code", "0x83")
+		return
+	}
 	var refused []string
 	var subID uint32
 	if ids := s.Properties.SubscriptionIDs; len(ids) > 0 {
@@ -304,7 +322,22 @@ func (c *Conn) onUnsubscribe(h codec.Header, body []byte, sc *scratch) {
 	for _, f := range u.Filters {
 		ua.ReasonCodes = append(ua.ReasonCodes, c.srv.opts.Handler.Unsubscribe(c, f))
 	}
+	// An unread saguin- property does not stop an UNSUBSCRIBE (refusing
+	// would leave the client subscribed to what it asked to stop); it is
+	// named back as saguin-unread to a client that wants problems reported,
+	// never echoed as itself (RFC 0003).
+	for _, up := range u.Properties.User {
+		if !bytes.HasPrefix(up.Key, []byte("saguin-")) {
+			continue
+		}
+		c.logWarn("unsubscribe carried a saguin- User Property Sagüin does not read", "property", string(up.Key))
+		if !c.noProblemInfo {
+			ua.Properties.AddUser([]byte("saguin-unread"), up.Key)
+			ua.Properties.Present.Set(codec.PropUserProperty)
+		}
+	}
 	sc.out = ua.Append(sc.out, v)
+	ua.Properties.Reset()
 }
 
 // onDisconnect ends the connection at the client's word. MQTT 5 lets it change

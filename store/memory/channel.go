@@ -34,11 +34,11 @@ func newChanCore(p *Provider, name, label string) chanCore {
 // Next implements store.Counters.
 func (c *chanCore) Next() uint64 { c.mu.Lock(); defer c.mu.Unlock(); return c.next }
 
-// Floor implements store.Counters: for an append channel its lowest record;
-// for a latest channel one past the highest offset retention removed (a
-// reader whose position is below it may have missed a deletion); for a queue
-// the lowest unresolved offset, or next; for the broadcast log the lowest
-// offset still held.
+// Floor implements store.Counters: for an append channel the offset of its
+// oldest record (next when it holds none); for a latest channel one past the
+// highest offset retention removed (a reader whose position is below it may
+// have missed a deletion); for a queue the lowest unresolved offset, or next;
+// for the broadcast log the lowest offset still held.
 func (c *chanCore) Floor() uint64 { c.mu.Lock(); defer c.mu.Unlock(); return c.floor }
 
 // Bytes implements store.Counters.

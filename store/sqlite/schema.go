@@ -50,6 +50,11 @@ const (
 // own encoding, opaque to the store, NULL for none), payload, client_id,
 // bridge, qos, retain. size is store.RecordSize, computed in Go and stored so
 // that a removal returns exactly what the write counted.
+// Each table declares them in full rather than from a shared fragment: the
+// statements are stored verbatim in sqlite_master and read from the sqlite3
+// shell, and their layouts differ (latest_values keys on topic, queue_items
+// aligns wider). TestRecordTablesDeclareTheSameRecordColumns holds the four
+// declarations to one another.
 var schema = []string{
 	`CREATE TABLE meta (
 		key   TEXT PRIMARY KEY,
