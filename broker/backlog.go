@@ -3,6 +3,7 @@ package broker
 import (
 	"errors"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -267,6 +268,17 @@ func (l *backlog) owedBy(e *store.BroadcastEntry, size int64, set *awaySet, m *n
 	l.refs[e.Offset] = len(set.sessions)
 	l.mu.Unlock()
 	for _, s := range set.sessions {
+		if s.group != nil {
+			// A shared group's backlog: kept under the groups' lock.
+			l.b.shares.mu.Lock()
+			if s.ended {
+				l.unown(e.Offset)
+			} else {
+				l.owe(s, e.Offset, size)
+			}
+			l.b.shares.mu.Unlock()
+			continue
+		}
 		sh := l.b.shard(s.id)
 		sh.mu.Lock()
 		if s.ended {
@@ -329,6 +341,9 @@ func (l *backlog) unown(offset uint64) {
 }
 
 func (l *backlog) markDirty(s *session) {
+	if s.group != nil {
+		return // a group's backlog has no cursor of its own here
+	}
 	l.mu.Lock()
 	l.dirty[s] = struct{}{}
 	l.mu.Unlock()
@@ -417,7 +432,7 @@ func (l *backlog) sendOne(s *session, c netloop.Client, e *store.BroadcastEntry,
 // subscriptions; ok is false when none matches. Shard lock held.
 func (s *session) deliveryFor(r *store.Record) (d netloop.Delivery, ok bool) {
 	for f, sub := range s.filters {
-		if sub.noLocal && r.ClientID == s.id || !topic.Match(f, r.Topic) {
+		if sub.noLocal && r.ClientID == s.id || strings.HasPrefix(f, topic.SharePrefix) || !topic.Match(f, r.Topic) {
 			continue
 		}
 		if !ok || sub.qos > d.QoS {

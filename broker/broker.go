@@ -44,6 +44,9 @@ type Options struct {
 	QoS2MaxInflight int
 	// QoS2ExpiresAfter is broker.qos2.expires_after; 0 is none.
 	QoS2ExpiresAfter time.Duration
+	// ShareExpiresAfter is broker.share.expires_after: a shared group's
+	// backlogged delivery older than this is dropped; 0 is none.
+	ShareExpiresAfter time.Duration
 	// Sessions is the session store of broker.session.storage's provider;
 	// nil gives the broker an unbounded memory store of its own.
 	Sessions store.Sessions
@@ -89,6 +92,7 @@ type Broker struct {
 	sessions store.Sessions
 	retained store.Retained
 	bcast    backlog
+	shares   shares
 	budgets  *budgets // nil when neither publish_rate nor publish_bytes is set
 	// stopping is set by Stop: the connections a graceful stop ends are not
 	// devices dying, so no Will falls due and no session ends for them.
@@ -142,6 +146,9 @@ type session struct {
 	// ended is set once the session ended: late acknowledgements and
 	// timers find it and do nothing.
 	ended bool
+	// group is set on the stand-in session a shared group keeps in the index
+	// (share.go); nil on every client's session.
+	group *shareGroup
 }
 
 // clientRef boxes the interface so it can sit in an atomic.Pointer.
@@ -310,6 +317,7 @@ func (b *Broker) Connect(c netloop.Client, req *netloop.ConnectRequest) (bool, c
 		// first, under its identifiers, then the broadcast log.
 		b.sendCarried(s, c, s.carry)
 		b.bcast.resume(s, c)
+		b.drainShares(s, c)
 	}
 	clear(s.carry)
 	s.carry = s.carry[:0]
@@ -363,7 +371,8 @@ func (s *session) record() store.Session {
 	if len(s.filters) > 0 {
 		r.Subscriptions = make([]store.Subscription, 0, len(s.filters))
 		for f, sub := range s.filters {
-			r.Subscriptions = append(r.Subscriptions, store.Subscription{Filter: f, QoS: sub.qos, NoLocal: sub.noLocal,
+			group, _, _, _ := topic.SplitShared(f)
+			r.Subscriptions = append(r.Subscriptions, store.Subscription{Filter: f, ShareGroup: group, QoS: sub.qos, NoLocal: sub.noLocal,
 				RetainAsPublished: sub.retainAsPublished, RetainHandling: sub.retainHandling, SubscriptionID: sub.id, LogOffset: sub.logOffset})
 		}
 	}
@@ -470,10 +479,7 @@ func (b *Broker) endSession(sh *shard, s *session, why string) {
 	s.ended = true
 	s.will = nil
 	b.stopTimer(s)
-	for f := range s.filters {
-		b.subs.remove(f, s)
-	}
-	clear(s.filters)
+	b.dropFilters(s)
 	s.carry = nil
 	for pid := range s.holds {
 		b.dropHold(s, pid)
@@ -488,6 +494,19 @@ func (b *Broker) endSession(sh *shard, s *session, why string) {
 	if why != "" {
 		b.log.Debug("session ended", "client_id", s.id, "why", why)
 	}
+}
+
+// dropFilters takes every filter of s out of the index and its groups.
+// Shard lock held.
+func (b *Broker) dropFilters(s *session) {
+	for f := range s.filters {
+		if strings.HasPrefix(f, topic.SharePrefix) {
+			b.leaveShare(f, s)
+		} else {
+			b.subs.remove(f, s)
+		}
+	}
+	clear(s.filters)
 }
 
 // storageFailed counts and logs a store failure nobody is waiting to be told.
@@ -571,6 +590,10 @@ func (b *Broker) routeLogged(publisher string, p *codec.Publish, offset uint64, 
 	// granted, carrying every identifier (RFC 0003; MQTT 5 3.3.4).
 	for i := range ms.list {
 		x := &ms.list[i]
+		if x.s.group != nil {
+			b.shareDeliver(x.s.group, p, &m, away)
+			continue
+		}
 		qos := min(p.QoS, x.qos)
 		if qos > 0 && x.s.expiry > 0 {
 			// A session that outlives its connection is served from the
@@ -616,6 +639,23 @@ func (b *Broker) checkTopic(t []byte) (codec.ReasonCode, string) {
 	return codec.Success, ""
 }
 
+// checkFilter applies RFC 0002's SUBACK refusals to a plain filter.
+func (b *Broker) checkFilter(filter string) (codec.ReasonCode, string) {
+	switch {
+	case topic.ValidateFilter(filter) != nil:
+		return codec.TopicFilterInvalid, "not a topic filter: + and # take a whole level, # only the last"
+	case topic.Levels(filter) > b.opts.MaxTopicLevels:
+		return codec.TopicFilterInvalid, "deeper than limits.max_topic_levels"
+	case strings.HasPrefix(filter, "$saguin/queue/"):
+		return codec.TopicFilterInvalid, "names no queue"
+	case strings.HasPrefix(filter, "$saguin/"):
+		return codec.NotAuthorized, "nothing is delivered under $saguin/ but a queue's form and a seek reply"
+	case strings.HasPrefix(filter, "$SYS"):
+		return codec.NotAuthorized, "nothing is delivered under $SYS"
+	}
+	return codec.Success, ""
+}
+
 // undeliverableWill names why a Will on topic could never be delivered - RFC
 // 0002's 0x90 at CONNECT - or returns "". A Will is a publish the broker
 // makes for the client later, so it is held to every rule a publish is, and
@@ -636,19 +676,12 @@ func (b *Broker) undeliverableWill(t []byte) string {
 // matches; a refusal comes with why.
 func (b *Broker) Subscribe(c netloop.Client, f []byte, o netloop.SubscribeOptions) (codec.ReasonCode, string) {
 	filter := string(f)
-	switch {
-	case topic.ValidateFilter(filter) != nil:
-		return codec.TopicFilterInvalid, "not a topic filter: + and # take a whole level, # only the last"
-	case topic.Levels(filter) > b.opts.MaxTopicLevels:
-		return codec.TopicFilterInvalid, "deeper than limits.max_topic_levels"
-	case strings.HasPrefix(filter, "$share/") || strings.HasPrefix(filter, "$SHARE/"):
-		return codec.SharedSubscriptionsNotSupported, "shared subscriptions are not served yet"
-	case strings.HasPrefix(filter, "$saguin/queue/"):
-		return codec.TopicFilterInvalid, "names no queue"
-	case strings.HasPrefix(filter, "$saguin/"):
-		return codec.NotAuthorized, "nothing is delivered under $saguin/ but a queue's form and a seek reply"
-	case strings.HasPrefix(filter, "$SYS"):
-		return codec.NotAuthorized, "nothing is delivered under $SYS"
+	inner, code, why, shared := b.checkShared(c, filter)
+	if !shared {
+		code, why = b.checkFilter(filter)
+	}
+	if code != codec.Success {
+		return code, why
 	}
 	id := c.ClientID()
 	sh := b.shard(id)
@@ -690,6 +723,14 @@ func (b *Broker) Subscribe(c netloop.Client, f []byte, o netloop.SubscribeOption
 		b.storageFailed("storing a subscription", id, err)
 		return codec.ImplementationSpecificError, "the session store could not keep the subscription"
 	}
+	if shared {
+		// Nothing retained is sent to a shared subscription (MQTT 5
+		// 4.8.2); what the group holds goes to a member that can take it.
+		b.joinShare(filter, inner, s, sub)
+		b.drainShares(s, c)
+		sh.mu.Unlock()
+		return codec.ReasonCode(sub.qos), ""
+	}
 	b.subs.add(filter, s, sub)
 	sh.mu.Unlock()
 	if o.RetainHandling == 0 || (o.RetainHandling == 1 && !existed) {
@@ -721,7 +762,11 @@ func (b *Broker) Unsubscribe(c netloop.Client, f []byte) codec.ReasonCode {
 		b.storageFailed("forgetting a subscription", id, err)
 		return codec.ImplementationSpecificError
 	}
-	b.subs.remove(filter, s)
+	if strings.HasPrefix(filter, topic.SharePrefix) {
+		b.leaveShare(filter, s)
+	} else {
+		b.subs.remove(filter, s)
+	}
 	return codec.Success
 }
 

@@ -188,7 +188,7 @@ func TestSubscribeRefusals(t *testing.T) {
 		"$saguin/queue/q": codec.TopicFilterInvalid,
 		"$saguin/kv/get":  codec.NotAuthorized,
 		"$SYS/#":          codec.NotAuthorized,
-		"$share/g/a":      codec.SharedSubscriptionsNotSupported,
+		"$SHARE/g/a":      codec.TopicFilterInvalid,
 	} {
 		if got := subscribe(b, c, filter, netloop.SubscribeOptions{QoS: 1}); got != want {
 			t.Errorf("%s: 0x%02x, want 0x%02x", filter, byte(got), byte(want))

@@ -45,6 +45,14 @@ type Counters struct {
 	// or at a start for a session that did not come back
 	// (saguin_qos2_abandoned_total).
 	QoS2Abandoned atomic.Uint64
+	// SharesDroppedNoMember: shared deliveries no member could take, in a
+	// group with no member whose session outlives its connection, or held
+	// past broker.share.expires_after
+	// (saguin_session_deliveries_dropped_total{cause="no_shared_member"}).
+	SharesDroppedNoMember atomic.Uint64
+	// SharesDroppedMemberEnded: QoS 2 shared deliveries whose member ended
+	// before its PUBREC, never handed to another (saguin_shares_dropped_total{cause="member_ended"}).
+	SharesDroppedMemberEnded atomic.Uint64
 	// LogMessages and LogBytes are what the broadcast log holds
 	// (saguin_session_queue_messages, saguin_session_queue_bytes).
 	LogMessages atomic.Int64

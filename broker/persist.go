@@ -2,6 +2,7 @@ package broker
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"saguin/codec/topic"
@@ -83,7 +84,11 @@ func (b *Broker) Restore() error {
 		sh.mu.Lock()
 		sh.sessions[k.s.id] = k.s
 		for f, sub := range k.s.filters {
-			b.subs.add(f, k.s, sub)
+			if _, inner, shared, _ := topic.SplitShared(f); shared {
+				b.joinShare(f, inner, k.s, sub)
+			} else {
+				b.subs.add(f, k.s, sub)
+			}
 		}
 		sh.mu.Unlock()
 	}
@@ -202,7 +207,7 @@ func indexOf(all []store.Session, id string) int {
 // written at offset: a filter granted after it does not reach back.
 func (s *session) owedAtPublish(r *store.Record, offset uint64) bool {
 	for f, sub := range s.filters {
-		if sub.logOffset > offset || sub.qos == 0 || r.QoS == 0 {
+		if sub.logOffset > offset || sub.qos == 0 || r.QoS == 0 || strings.HasPrefix(f, topic.SharePrefix) {
 			continue
 		}
 		if sub.noLocal && r.ClientID == s.id {

@@ -23,6 +23,10 @@ func (b *Broker) Unfinished(c netloop.Client, u []netloop.Unfinished) {
 	}
 	ref := s.client.Load()
 	switch {
+	case ref != nil && ref.c == c && s.expiry == 0:
+		// The session ends with this connection: what its groups handed it
+		// goes back to them or is dropped (MQTT 5 4.8.2).
+		b.returnToGroups(u)
 	case ref != nil && ref.c == c:
 		// Still its own: kept for whichever connection resumes it.
 		s.carry = append(s.carry[:0], u...)

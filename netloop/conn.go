@@ -91,6 +91,7 @@ type inflight struct {
 	msg    *Message
 	retain bool
 	subIDs []uint32
+	share  string
 	seq    uint64 // the order it was sent in
 }
 
@@ -135,11 +136,29 @@ func (c *Conn) Version() byte { return byte(c.version.Load()) }
 
 // Deliver queues a delivery and wakes the loop to write it. It never blocks.
 func (c *Conn) Deliver(m *Message, d Delivery) bool {
-	if !c.out.push(outEntry{msg: m, qos: d.QoS, retain: d.Retain, subIDs: d.SubscriptionIDs, offset: d.Offset, pid: d.PacketID, rel: d.Released, dup: d.Dup}) {
+	if !c.out.push(outEntry{msg: m, qos: d.QoS, retain: d.Retain, subIDs: d.SubscriptionIDs, offset: d.Offset, pid: d.PacketID, rel: d.Released, dup: d.Dup, share: d.Share}) {
 		return false
 	}
 	c.wake()
 	return true
+}
+
+// Fits implements Fitter: whether the PUBLISH d makes of m is within the
+// client's Maximum Packet Size. The size is read once at CONNECT, before the
+// connection is attached, so any goroutine may read it.
+func (c *Conn) Fits(m *Message, d Delivery) bool {
+	if c.clientMaxPkt == 0 {
+		return true
+	}
+	p := codec.Publish{QoS: d.QoS, Retain: d.Retain, Topic: m.Topic, Payload: m.Payload, PacketID: 1}
+	if m.Props != nil {
+		p.Properties = *m.Props
+	}
+	if len(d.SubscriptionIDs) > 0 {
+		p.Properties.SubscriptionIDs = d.SubscriptionIDs
+		p.Properties.Present.Set(codec.PropSubscriptionID)
+	}
+	return p.Size(c.Version()) <= c.clientMaxPkt
 }
 
 // Kick asks the loop to end the connection with reason (see Client).
@@ -435,7 +454,7 @@ func (c *Conn) encode(sc *scratch, e outEntry, version byte) {
 		// A resumed QoS 2 exchange the client already has: only its PUBREL.
 		id := c.takePacketID(e.pid)
 		size := e.msg.Size()
-		c.inflight[id] = inflight{size: size, qos: 2, released: true, msg: e.msg, retain: e.retain, subIDs: e.subIDs, seq: e.seq}
+		c.inflight[id] = inflight{size: size, qos: 2, released: true, msg: e.msg, retain: e.retain, subIDs: e.subIDs, share: e.share, seq: e.seq}
 		c.inflightBytes += size
 		c.appendAck(sc, codec.TypePubrel, id, codec.Success)
 		return
@@ -467,7 +486,7 @@ func (c *Conn) encode(sc *scratch, e outEntry, version byte) {
 		if e.qos > 0 {
 			p.PacketID = c.takePacketID(e.pid)
 			size := e.msg.Size()
-			c.inflight[p.PacketID] = inflight{size: size, qos: e.qos, offset: e.offset, msg: e.msg, retain: e.retain, subIDs: e.subIDs, seq: e.seq}
+			c.inflight[p.PacketID] = inflight{size: size, qos: e.qos, offset: e.offset, msg: e.msg, retain: e.retain, subIDs: e.subIDs, share: e.share, seq: e.seq}
 			c.inflightBytes += size
 		}
 		sc.out = p.Append(sc.out, version)
@@ -505,7 +524,7 @@ func (c *Conn) handBackUnfinished() {
 			continue
 		}
 		u = append(u, Unfinished{Msg: f.msg, Delivery: Delivery{QoS: f.qos, Retain: f.retain, SubscriptionIDs: f.subIDs,
-			Offset: f.offset, PacketID: id, Released: f.released, Dup: true}})
+			Offset: f.offset, PacketID: id, Released: f.released, Dup: true, Share: f.share}})
 	}
 	sort.Slice(u, func(i, j int) bool {
 		return c.inflight[u[i].Delivery.PacketID].seq < c.inflight[u[j].Delivery.PacketID].seq
@@ -513,7 +532,7 @@ func (c *Conn) handBackUnfinished() {
 	for _, e := range c.out.snapshot(make([]outEntry, 0, c.out.len())) {
 		if e.qos > 0 {
 			u = append(u, Unfinished{Msg: e.msg, Delivery: Delivery{QoS: e.qos, Retain: e.retain, SubscriptionIDs: e.subIDs,
-				Offset: e.offset, PacketID: e.pid, Released: e.rel, Dup: e.dup}})
+				Offset: e.offset, PacketID: e.pid, Released: e.rel, Dup: e.dup, Share: e.share}})
 		}
 	}
 	if len(u) > 0 {

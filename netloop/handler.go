@@ -107,6 +107,18 @@ type Delivery struct {
 	// Released: the client's PUBREC for this QoS 2 delivery was received, so
 	// only its PUBREL is sent again, never the message.
 	Released bool
+	// Share names the shared group that handed the client this delivery, ""
+	// for none: what a connection leaves unfinished is the group's to place
+	// again (ResumeHandler).
+	Share string
+}
+
+// Fitter is implemented by a Client that can say whether a delivery fits the
+// Maximum Packet Size its client declared, so a shared group can pass over a
+// member rather than have the delivery discarded (RFC 0003 "When a record is
+// too large for a subscriber").
+type Fitter interface {
+	Fits(m *Message, d Delivery) bool
 }
 
 // Client is a connection as the broker holds it. Its methods are safe from any

@@ -16,6 +16,7 @@ type outEntry struct {
 	pid    uint16   // a resumed session's identifier to re-send under; 0 none
 	rel    bool     // only the PUBREL is owed
 	dup    bool     // may have been sent before
+	share  string   // the shared group that handed it over; "" none
 	seq    uint64   // position in the queue, so a drained batch pops exactly itself
 }
 

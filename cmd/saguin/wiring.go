@@ -70,6 +70,7 @@ func brokerOptions(cfg *config.Config, st *storage, log *slog.Logger) broker.Opt
 		AckCommitInterval: cfg.Broker.Session.AckCommitInterval,
 		QoS2MaxInflight:   cfg.Broker.QoS2.MaxInflightPerClient,
 		QoS2ExpiresAfter:  cfg.Broker.QoS2.ExpiresAfter,
+		ShareExpiresAfter: cfg.Broker.Share.ExpiresAfter,
 		Sessions:          st.sessions,
 		Retained:          st.retained,
 		Logger:            log,

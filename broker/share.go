@@ -1,0 +1,282 @@
+package broker
+
+import (
+	"sort"
+	"strings"
+	"sync"
+
+	"saguin/codec"
+	"saguin/codec/topic"
+	"saguin/netloop"
+	"saguin/store"
+)
+
+// shares are the shared subscription groups ($share/<name>/<filter>). The
+// index holds one stand-in session per group at its filter, so a publish
+// reaches a group once however many members it has; the group then hands
+// the message to one member (RFC 0002 "Shared subscriptions").
+type shares struct {
+	mu     sync.Mutex
+	groups map[string]*shareGroup // by the full "$share/<name>/<filter>"
+}
+
+// shareGroup is one group: its members in client-id order and whose turn is
+// next. While no member can take a QoS 1 or 2 message and one of them has a
+// session that outlives its connection, the group holds it: the stand-in
+// session owes it in the broadcast log like any away session (its backlog).
+type shareGroup struct {
+	key     string
+	filter  string
+	standIn *session
+	members []*session // ordered by client id
+	subs    map[*session]subscription
+	last    string // the client id served last: turns go in client-id order
+}
+
+// Counted drops of a shared delivery nobody could take.
+func (b *Broker) shareDropped() { b.counters.SharesDroppedNoMember.Add(1) }
+
+// checkShared applies RFC 0002's four refusals of a shared filter: 0x8F for a
+// form that is not $share/<ShareName>/<filter>, $share in another case, or a
+// filter beginning $share again; the inner filter refused as it would be
+// alone, and anything under $saguin/ 0x87 (nothing there is ever delivered to
+// a group); and a 3.1.1 client, which has no $share, refused (its 0x80). ok is
+// false for a filter that is not shared at all.
+func (b *Broker) checkShared(c netloop.Client, filter string) (inner string, code codec.ReasonCode, why string, ok bool) {
+	if len(filter) >= 7 && strings.EqualFold(filter[:7], "$share/") && filter[:7] != "$share/" {
+		return "", codec.TopicFilterInvalid, "$share is spelled in lower case and no other", true
+	}
+	_, inner, shared, err := topic.SplitShared(filter)
+	if !shared {
+		return "", 0, "", false
+	}
+	if err != nil {
+		return "", codec.TopicFilterInvalid, err.Error(), true
+	}
+	if c.Version() != codec.Version5 {
+		return "", codec.UnspecifiedError, "MQTT 3.1.1 gives $share no meaning", true
+	}
+	if strings.HasPrefix(inner, "$saguin/") {
+		return "", codec.NotAuthorized, "nothing under $saguin/ is ever delivered to a group", true
+	}
+	if code, why := b.checkFilter(inner); code != codec.Success {
+		return "", code, why, true
+	}
+	return inner, codec.Success, "", true
+}
+
+// joinShare makes s a member of the group key over inner. Shard lock held.
+func (b *Broker) joinShare(key, inner string, s *session, sub subscription) {
+	b.shares.mu.Lock()
+	defer b.shares.mu.Unlock()
+	if b.shares.groups == nil {
+		b.shares.groups = make(map[string]*shareGroup)
+	}
+	g := b.shares.groups[key]
+	if g == nil {
+		g = &shareGroup{key: key, filter: inner, subs: make(map[*session]subscription)}
+		g.standIn = &session{id: key, filters: map[string]subscription{inner: {qos: 2}}, group: g}
+		b.shares.groups[key] = g
+		b.subs.add(inner, g.standIn, subscription{qos: 2})
+	}
+	if _, ok := g.subs[s]; !ok {
+		i := sort.Search(len(g.members), func(i int) bool { return g.members[i].id >= s.id })
+		g.members = append(g.members, nil)
+		copy(g.members[i+1:], g.members[i:])
+		g.members[i] = s
+	}
+	g.subs[s] = sub
+}
+
+// leaveShare takes s out of the group key; a group left with no member goes,
+// and with it the backlog nobody can collect. Shard lock held.
+func (b *Broker) leaveShare(key string, s *session) {
+	b.shares.mu.Lock()
+	defer b.shares.mu.Unlock()
+	g := b.shares.groups[key]
+	if g == nil {
+		return
+	}
+	if _, ok := g.subs[s]; !ok {
+		return
+	}
+	delete(g.subs, s)
+	for i, m := range g.members {
+		if m == s {
+			g.members = append(g.members[:i], g.members[i+1:]...)
+			break
+		}
+	}
+	if len(g.members) == 0 {
+		delete(b.shares.groups, key)
+		b.subs.remove(g.filter, g.standIn)
+		for _, e := range g.standIn.owed.entries {
+			b.bcast.unown(e.offset)
+		}
+		g.standIn.owed = owedList{}
+		g.standIn.ended = true
+	}
+}
+
+// shareDeliver hands p to one member of g that can take it now - connected,
+// and within its Maximum Packet Size - taking turns in client-id order. What
+// nobody can take at QoS 1 or 2 is held when a member's session outlives its
+// connection (the stand-in joins the log's owers, set), and dropped, counted,
+// otherwise. While the group holds a backlog a new message joins its back.
+// publisher is for No Local, which a shared subscription never asks for.
+func (b *Broker) shareDeliver(g *shareGroup, p *codec.Publish, m **netloop.Message, set *awaySet) {
+	b.shares.mu.Lock()
+	defer b.shares.mu.Unlock()
+	if g.standIn.ended {
+		return
+	}
+	if len(g.standIn.owed.entries) == 0 && b.handToMember(g, p, m) {
+		return
+	}
+	durable := false
+	for _, s := range g.members {
+		if s.expiry > 0 {
+			durable = true
+			break
+		}
+	}
+	if durable && p.QoS > 0 {
+		set.add(g.standIn)
+		return
+	}
+	b.shareDropped()
+}
+
+// handToMember delivers to the next member whose turn it is and who can take
+// the message; false when none can. shares lock held.
+func (b *Broker) handToMember(g *shareGroup, p *codec.Publish, m **netloop.Message) bool {
+	n := len(g.members)
+	start := sort.Search(n, func(i int) bool { return g.members[i].id > g.last })
+	for k := range n {
+		s := g.members[(start+k)%n]
+		ref := s.client.Load()
+		if ref == nil {
+			continue
+		}
+		sub := g.subs[s]
+		d := netloop.Delivery{QoS: min(p.QoS, sub.qos), Retain: p.Retain && sub.retainAsPublished, Share: g.key}
+		if sub.id != 0 {
+			d.SubscriptionIDs = []uint32{sub.id}
+		}
+		if *m == nil {
+			*m = netloop.NewMessage(p)
+		}
+		if f, ok := ref.c.(netloop.Fitter); ok && !f.Fits(*m, d) {
+			continue // passed over, not disconnected
+		}
+		if !ref.c.Deliver(*m, d) {
+			continue
+		}
+		g.last = s.id
+		return true
+	}
+	return false
+}
+
+// drainShares hands a member that can take deliveries now the backlog of
+// every group it belongs to, in publish order: each held message becomes the
+// member's to finish. Shard lock of s held.
+func (b *Broker) drainShares(s *session, c netloop.Client) {
+	b.shares.mu.Lock()
+	var groups []*shareGroup
+	for f := range s.filters {
+		if g := b.shares.groups[f]; g != nil && len(g.standIn.owed.entries) > 0 {
+			groups = append(groups, g)
+		}
+	}
+	b.shares.mu.Unlock()
+	for _, g := range groups {
+		b.shares.mu.Lock()
+		owed := g.standIn.owed
+		g.standIn.owed = owedList{}
+		b.shares.mu.Unlock()
+		now := b.now()
+		for _, e := range owed.entries {
+			got, err := b.bcast.log.ReadFrom(e.offset, 1, nil)
+			if err != nil || len(got) == 0 || got[0].Offset != e.offset {
+				b.bcast.unown(e.offset)
+				continue
+			}
+			if ea := b.opts.ShareExpiresAfter; ea > 0 && now.Sub(got[0].Time) >= ea {
+				b.bcast.unown(e.offset) // held past broker.share.expires_after
+				b.shareDropped()
+				continue
+			}
+			s.owed.entries = append(s.owed.entries, owedEntry{offset: e.offset, size: e.size})
+			s.owed.bytes += e.size
+			b.sendShared(s, c, g, &got[0], len(s.owed.entries)-1)
+		}
+		b.bcast.markDirty(s)
+	}
+}
+
+// sendShared sends s's owed entry j, a group's held message, under the
+// member's shared subscription. Shard lock of s held.
+func (b *Broker) sendShared(s *session, c netloop.Client, g *shareGroup, e *store.BroadcastEntry, j int) {
+	sub := g.subs[s]
+	m := messageOf(&e.Record, b.now())
+	if m == nil {
+		b.counters.DeliveriesExpired.Add(1)
+		b.bcast.drop(s, j)
+		return
+	}
+	d := netloop.Delivery{QoS: min(e.QoS, sub.qos), Retain: e.Retain && sub.retainAsPublished, Offset: e.Offset,
+		PacketID: packetIDFor(e.Offset), Share: g.key}
+	if sub.id != 0 {
+		d.SubscriptionIDs = []uint32{sub.id}
+	}
+	s.owed.entries[j].sent = true
+	c.Deliver(m, d)
+}
+
+// returnToGroups places again what an ending member's connection left
+// unfinished from its groups (RFC 0003 "Broadcast", MQTT 5 4.8.2): a QoS 1
+// delivery unacknowledged, or one never put on the wire, goes to another
+// member; a QoS 2 delivery the member had not answered with PUBREC is
+// dropped, counted; one it had answered has reached it.
+func (b *Broker) returnToGroups(u []netloop.Unfinished) {
+	for _, x := range u {
+		if x.Delivery.Share == "" || x.Delivery.Released {
+			continue
+		}
+		if x.Delivery.QoS == 2 {
+			b.counters.SharesDroppedMemberEnded.Add(1)
+			continue
+		}
+		b.shares.mu.Lock()
+		g := b.shares.groups[x.Delivery.Share]
+		placed := g != nil && b.handMessage(g, x.Msg, x.Delivery)
+		b.shares.mu.Unlock()
+		if !placed {
+			b.shareDropped()
+		}
+	}
+}
+
+// handMessage delivers an already built message to the next member that can
+// take it. shares lock held.
+func (b *Broker) handMessage(g *shareGroup, m *netloop.Message, d netloop.Delivery) bool {
+	n := len(g.members)
+	start := sort.Search(n, func(i int) bool { return g.members[i].id > g.last })
+	for k := range n {
+		s := g.members[(start+k)%n]
+		ref := s.client.Load()
+		if ref == nil {
+			continue
+		}
+		dd := netloop.Delivery{QoS: d.QoS, Retain: d.Retain, SubscriptionIDs: d.SubscriptionIDs, Share: g.key, Dup: true}
+		if f, ok := ref.c.(netloop.Fitter); ok && !f.Fits(m, dd) {
+			continue
+		}
+		if ref.c.Deliver(m, dd) {
+			g.last = s.id
+			return true
+		}
+	}
+	return false
+}
