@@ -119,7 +119,8 @@ func (b *Broker) leaveShare(key string, s *session) {
 }
 
 // shareDeliver hands p to one member of g that can take it now - connected,
-// and within its Maximum Packet Size - taking turns in client-id order. What
+// within its Maximum Packet Size, with room in its window (netloop.Taker) -
+// taking turns in client-id order. What
 // nobody can take at QoS 1 or 2 is held when a member's session outlives its
 // connection (the stand-in joins the log's owers, set), and dropped, counted,
 // otherwise. While the group holds a backlog a new message joins its back.
@@ -166,7 +167,7 @@ func (b *Broker) handToMember(g *shareGroup, p *codec.Publish, m **netloop.Messa
 		if *m == nil {
 			*m = netloop.NewMessage(p)
 		}
-		if f, ok := ref.c.(netloop.Fitter); ok && !f.Fits(*m, d) {
+		if t, ok := ref.c.(netloop.Taker); ok && !t.CanTake(*m, d) {
 			continue // passed over, not disconnected
 		}
 		if !ref.c.Deliver(*m, d) {
@@ -270,7 +271,7 @@ func (b *Broker) handMessage(g *shareGroup, m *netloop.Message, d netloop.Delive
 			continue
 		}
 		dd := netloop.Delivery{QoS: d.QoS, Retain: d.Retain, SubscriptionIDs: d.SubscriptionIDs, Share: g.key, Dup: true}
-		if f, ok := ref.c.(netloop.Fitter); ok && !f.Fits(m, dd) {
+		if t, ok := ref.c.(netloop.Taker); ok && !t.CanTake(m, dd) {
 			continue
 		}
 		if ref.c.Deliver(m, dd) {

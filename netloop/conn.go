@@ -59,6 +59,7 @@ type Conn struct {
 	slotGiven   atomic.Bool
 	lingerUntil atomic.Int64 // unix ns a draining connection closes at; 0 none
 	out         outQueue
+	onWire      atomic.Int32 // QoS 1/2 deliveries in flight: len(inflight), for other goroutines
 	id          atomic.Pointer[string]
 	version     atomic.Uint32
 
@@ -143,10 +144,13 @@ func (c *Conn) Deliver(m *Message, d Delivery) bool {
 	return true
 }
 
-// Fits implements Fitter: whether the PUBLISH d makes of m is within the
-// client's Maximum Packet Size. The size is read once at CONNECT, before the
-// connection is attached, so any goroutine may read it.
-func (c *Conn) Fits(m *Message, d Delivery) bool {
+// CanTake implements Taker. The client's Maximum Packet Size and Receive
+// Maximum are set at CONNECT, before the connection is attached, so any
+// goroutine may read them; the window's fill is an atomic copy.
+func (c *Conn) CanTake(m *Message, d Delivery) bool {
+	if d.QoS > 0 && int(c.onWire.Load())+c.out.len() >= c.clientRecvMax {
+		return false
+	}
 	if c.clientMaxPkt == 0 {
 		return true
 	}
@@ -455,6 +459,7 @@ func (c *Conn) encode(sc *scratch, e outEntry, version byte) {
 		id := c.takePacketID(e.pid)
 		size := e.msg.Size()
 		c.inflight[id] = inflight{size: size, qos: 2, released: true, msg: e.msg, retain: e.retain, subIDs: e.subIDs, share: e.share, seq: e.seq}
+		c.onWire.Store(int32(len(c.inflight)))
 		c.inflightBytes += size
 		c.appendAck(sc, codec.TypePubrel, id, codec.Success)
 		return
@@ -487,6 +492,7 @@ func (c *Conn) encode(sc *scratch, e outEntry, version byte) {
 			p.PacketID = c.takePacketID(e.pid)
 			size := e.msg.Size()
 			c.inflight[p.PacketID] = inflight{size: size, qos: e.qos, offset: e.offset, msg: e.msg, retain: e.retain, subIDs: e.subIDs, share: e.share, seq: e.seq}
+			c.onWire.Store(int32(len(c.inflight)))
 			c.inflightBytes += size
 		}
 		sc.out = p.Append(sc.out, version)

@@ -113,12 +113,14 @@ type Delivery struct {
 	Share string
 }
 
-// Fitter is implemented by a Client that can say whether a delivery fits the
-// Maximum Packet Size its client declared, so a shared group can pass over a
-// member rather than have the delivery discarded (RFC 0003 "When a record is
-// too large for a subscriber").
-type Fitter interface {
-	Fits(m *Message, d Delivery) bool
+// Taker is implemented by a Client that can say whether it can take a
+// delivery now: within the Maximum Packet Size its client declared, and - at
+// QoS 1 or 2 - with room in the in-flight window its Receive Maximum gives.
+// A shared group passes over a member that cannot, rather than have the
+// delivery discarded or wait (RFC 0002 "Shared subscriptions"; RFC 0003 "When
+// a record is too large for a subscriber").
+type Taker interface {
+	CanTake(m *Message, d Delivery) bool
 }
 
 // Client is a connection as the broker holds it. Its methods are safe from any

@@ -197,6 +197,7 @@ func (c *Conn) onAck(a *codec.Ack, sc *scratch) {
 // settle ends an outbound exchange and gives its window place back.
 func (c *Conn) settle(id uint16, f inflight) {
 	delete(c.inflight, id)
+	c.onWire.Store(int32(len(c.inflight)))
 	c.inflightBytes -= f.size
 	c.reportAcked(f)
 }
