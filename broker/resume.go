@@ -26,7 +26,7 @@ func (b *Broker) Unfinished(c netloop.Client, u []netloop.Unfinished) {
 	case ref != nil && ref.c == c && s.expiry == 0:
 		// The session ends with this connection: what its groups handed it
 		// goes back to them or is dropped (MQTT 5 4.8.2).
-		b.returnToGroups(u)
+		b.returnToGroups(s, u)
 	case ref != nil && ref.c == c:
 		// Still its own: kept for whichever connection resumes it.
 		s.carry = append(s.carry[:0], u...)

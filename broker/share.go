@@ -240,7 +240,7 @@ func (b *Broker) sendShared(s *session, c netloop.Client, g *shareGroup, e *stor
 // delivery unacknowledged, or one never put on the wire, goes to another
 // member; a QoS 2 delivery the member had not answered with PUBREC is
 // dropped, counted; one it had answered has reached it.
-func (b *Broker) returnToGroups(u []netloop.Unfinished) {
+func (b *Broker) returnToGroups(ending *session, u []netloop.Unfinished) {
 	for _, x := range u {
 		if x.Delivery.Share == "" || x.Delivery.Released {
 			continue
@@ -251,7 +251,7 @@ func (b *Broker) returnToGroups(u []netloop.Unfinished) {
 		}
 		b.shares.mu.Lock()
 		g := b.shares.groups[x.Delivery.Share]
-		placed := g != nil && b.handMessage(g, x.Msg, x.Delivery)
+		placed := g != nil && b.handMessage(g, x.Msg, x.Delivery, ending)
 		b.shares.mu.Unlock()
 		if !placed {
 			b.shareDropped()
@@ -260,14 +260,14 @@ func (b *Broker) returnToGroups(u []netloop.Unfinished) {
 }
 
 // handMessage delivers an already built message to the next member that can
-// take it. shares lock held.
-func (b *Broker) handMessage(g *shareGroup, m *netloop.Message, d netloop.Delivery) bool {
+// take it, never to the member it comes back from. shares lock held.
+func (b *Broker) handMessage(g *shareGroup, m *netloop.Message, d netloop.Delivery, from *session) bool {
 	n := len(g.members)
 	start := sort.Search(n, func(i int) bool { return g.members[i].id > g.last })
 	for k := range n {
 		s := g.members[(start+k)%n]
 		ref := s.client.Load()
-		if ref == nil {
+		if ref == nil || s == from {
 			continue
 		}
 		dd := netloop.Delivery{QoS: d.QoS, Retain: d.Retain, SubscriptionIDs: d.SubscriptionIDs, Share: g.key, Dup: true}
