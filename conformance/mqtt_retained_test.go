@@ -283,5 +283,56 @@ func TestMqttResumedSessionIsNotSentRetainedValuesWithoutSubscribing(t *testing.
 	pub.ping()
 	back := dialRaw(t, addr, codec.Version5)
 	back.mustConnect(id, session(60))
-	back.expectNothing("retained values are sent at SUBSCRIBE, not at a resume (RFC 0003 \"Retained messages\" point 2)")
+	pub.publish(topic+"/b", []byte("end"), 0, 0)
+	if got := back.readUntil("end"); len(got) != 0 {
+		t.Fatalf("the resumed session was sent %q before a live publish: retained values are sent at SUBSCRIBE, not at a resume (RFC 0003 \"Retained messages\" point 2)", got[0].Payload)
+	}
+}
+
+// TestNoLocalWithholdsTheClientsOwnRetainedValue: RFC 0003 "No Local" - a
+// retained value carries the client id that published it, so that client's
+// No Local subscription is not served it.
+func TestNoLocalWithholdsTheClientsOwnRetainedValue(t *testing.T) {
+	saguinOnly(t, "MQTT does not apply No Local to retained values; RFC 0003 does")
+	addr := mqttTarget(t)
+	topic := uniq(t)
+	id := clientID(t, "self")
+	c := dialRaw(t, addr, codec.Version5)
+	c.mustConnect(id, nil)
+	c.retain(topic+"/mine", []byte("mine"), 1, nil)
+	other := dialRaw(t, addr, codec.Version5)
+	other.mustConnect(clientID(t, "other"), nil)
+	other.retain(topic+"/theirs", []byte("theirs"), 1, nil)
+	c.subscribeWith(1, nil, codec.Subscription{Filter: []byte(topic + "/#"), QoS: 1, NoLocal: true})
+	other.publishQoS1(topic+"/theirs", []byte("end"), 2)
+	got := c.readUntil("end")
+	if len(got) != 1 || string(got[0].Payload) != "theirs" {
+		var ps []string
+		for _, p := range got {
+			ps = append(ps, string(p.Payload))
+		}
+		t.Fatalf("served %q, want only the other client's retained value", ps)
+	}
+}
+
+// TestRetainAsPublishedFromAnyMatchingSubscriptionSetsTheFlag: RFC 0003
+// "What a delivery carries" - one copy, RETAIN set when the publisher set it
+// and any matching subscription asked for Retain As Published, whatever the
+// order the subscriptions were made in.
+func TestRetainAsPublishedFromAnyMatchingSubscriptionSetsTheFlag(t *testing.T) {
+	saguinOnly(t, "the one-copy rule for overlapping subscriptions is RFC 0003's")
+	addr := mqttTarget(t)
+	topic := uniq(t)
+	sub := dialRaw(t, addr, codec.Version5)
+	sub.mustConnect(clientID(t, "sub"), nil)
+	sub.subscribeWith(1, nil, codec.Subscription{Filter: []byte(topic + "/#"), QoS: 1, RetainAsPublished: true})
+	sub.subscribeWith(2, nil, codec.Subscription{Filter: []byte(topic + "/+"), QoS: 1})
+	pub := dialRaw(t, addr, codec.Version5)
+	pub.mustConnect(clientID(t, "pub"), nil)
+	pub.retain(topic+"/a", []byte("r"), 1, nil)
+	pub.publishQoS1(topic+"/a", []byte("end"), 2)
+	got := sub.readUntil("end")
+	if len(got) != 1 || !got[0].Retain {
+		t.Fatalf("%d copies (first RETAIN %v), want one with RETAIN set", len(got), len(got) > 0 && got[0].Retain)
+	}
 }
