@@ -54,9 +54,6 @@ func mqttTarget(t testing.TB) string {
 	}
 }
 
-// onPeer says whether the test runs against Mosquitto.
-func onPeer() bool { return *peerFlag != "" }
-
 // saguinOnly skips a test that holds a rule of Sagüin's spec rather than of
 // MQTT when another broker is the target; why says where they part.
 func saguinOnly(t testing.TB, why string) {
@@ -278,8 +275,9 @@ func session(secs uint32) func(*codec.Connect) {
 	}
 }
 
-// cleanSession asks for a new session that outlives the connection (Clean
-// Start 1 with an expiry on MQTT 5; 3.1.1 cannot ask for both, so 1 there).
+// freshSession asks for a new session that outlives the connection: Clean
+// Start 1 with an expiry on MQTT 5; 3.1.1 cannot ask for both, so it sends
+// cleanSession 0 (tests using it start from a client id never seen).
 func freshSession(secs uint32) func(*codec.Connect) {
 	return func(c *codec.Connect) {
 		c.CleanStart = true
@@ -311,23 +309,18 @@ func (c *raw) subscribeWith(id uint16, props func(*codec.Properties), subs ...co
 		props(&s.Properties)
 	}
 	c.send(s.Append(nil, c.version))
-	for {
-		h, body := c.read()
-		if h.Type == codec.TypePublish {
-			c.t.Fatalf("a PUBLISH arrived before the SUBACK")
-		}
-		if h.Type != codec.TypeSuback {
-			c.t.Fatalf("want SUBACK, got %s", h.Type)
-		}
-		var ack codec.Suback
-		if err := ack.Decode(h, body, c.version); err != nil {
-			c.t.Fatal(err)
-		}
-		if ack.PacketID != id {
-			c.t.Fatalf("SUBACK for %d, want %d", ack.PacketID, id)
-		}
-		return &ack
+	h, body := c.read()
+	if h.Type != codec.TypeSuback {
+		c.t.Fatalf("want SUBACK, got %s (RFC 0003: the SUBACK comes first)", h.Type)
 	}
+	var ack codec.Suback
+	if err := ack.Decode(h, body, c.version); err != nil {
+		c.t.Fatal(err)
+	}
+	if ack.PacketID != id {
+		c.t.Fatalf("SUBACK for %d, want %d", ack.PacketID, id)
+	}
+	return &ack
 }
 
 // mustSubscribe subscribes and fails unless filter is granted at qos.

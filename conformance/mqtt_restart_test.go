@@ -264,3 +264,37 @@ func TestGracefulStopPublishesNoWillForTheClientsItDisconnects(t *testing.T) {
 	r.restart()
 	checkSessionSurvived(t, r.addr(), subID, topic) // nothing owed: no Will before "after"
 }
+
+// TestAcknowledgementsAreStoredWithinAckCommitInterval: RFC 0002
+// "broker.session.ack_commit_interval" and RFC 0003 "Ack commit" - an
+// acknowledgement is stored within the interval even while the session stays
+// connected, so a crash after it re-sends nothing acknowledged.
+func TestAcknowledgementsAreStoredWithinAckCommitInterval(t *testing.T) {
+	r := newRestartable(t, sqliteStorage, "session:\n  ack_commit_interval: 100ms")
+	topic := uniq(t)
+	id := clientID(t, "sub")
+	sub := dialRaw(t, r.addr(), codec.Version5)
+	sub.mustConnect(id, freshSession(300))
+	sub.mustSubscribe(1, topic+"/#", 1)
+	pub := dialRaw(t, r.addr(), codec.Version5)
+	pub.mustConnect(clientID(t, "pub"), nil)
+	for i := 1; i <= 5; i++ {
+		pub.publishQoS1(topic+"/a", []byte{byte('0' + i)}, uint16(i))
+	}
+	for i := 0; i < 5; i++ {
+		sub.ackDelivery(sub.expectPublish())
+	}
+	sub.ping()                           // every PUBACK read by the broker
+	<-time.After(600 * time.Millisecond) // the interval (and the flush behind it) is the rule's subject
+	r.crash()
+	back := dialRaw(t, r.addr(), codec.Version5)
+	if ack := back.mustConnect(id, session(300)); !ack.SessionPresent {
+		t.Fatal("Session Present 0 after kill -9 on sqlite")
+	}
+	pub2 := dialRaw(t, r.addr(), codec.Version5)
+	pub2.mustConnect(clientID(t, "pub2"), nil)
+	pub2.publishQoS1(topic+"/a", []byte("end"), 1)
+	if got := back.readUntil("end"); len(got) != 0 {
+		t.Fatalf("%d acknowledged deliveries re-sent after the crash (first %q): acknowledgements older than ack_commit_interval were not stored", len(got), got[0].Payload)
+	}
+}

@@ -1,6 +1,7 @@
 package conformance
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -283,5 +284,126 @@ func TestMqttResumedSessionIsNotSentRetainedValuesWithoutSubscribing(t *testing.
 	pub.ping()
 	back := dialRaw(t, addr, codec.Version5)
 	back.mustConnect(id, session(60))
-	back.expectNothing("retained values are sent at SUBSCRIBE, not at a resume (RFC 0003 \"Retained messages\" point 2)")
+	pub.publish(topic+"/b", []byte("end"), 0, 0)
+	if got := back.readUntil("end"); len(got) != 0 {
+		t.Fatalf("the resumed session was sent %q before a live publish: retained values are sent at SUBSCRIBE, not at a resume (RFC 0003 \"Retained messages\" point 2)", got[0].Payload)
+	}
+}
+
+// TestNoLocalWithholdsTheClientsOwnRetainedValue: RFC 0003 "No Local" - a
+// retained value carries the client id that published it, so that client's
+// No Local subscription is not served it.
+func TestNoLocalWithholdsTheClientsOwnRetainedValue(t *testing.T) {
+	saguinOnly(t, "MQTT does not apply No Local to retained values; RFC 0003 does")
+	addr := mqttTarget(t)
+	topic := uniq(t)
+	id := clientID(t, "self")
+	c := dialRaw(t, addr, codec.Version5)
+	c.mustConnect(id, nil)
+	c.retain(topic+"/mine", []byte("mine"), 1, nil)
+	other := dialRaw(t, addr, codec.Version5)
+	other.mustConnect(clientID(t, "other"), nil)
+	other.retain(topic+"/theirs", []byte("theirs"), 1, nil)
+	c.subscribeWith(1, nil, codec.Subscription{Filter: []byte(topic + "/#"), QoS: 1, NoLocal: true})
+	other.publishQoS1(topic+"/theirs", []byte("end"), 2)
+	got := c.readUntil("end")
+	if len(got) != 1 || string(got[0].Payload) != "theirs" {
+		var ps []string
+		for _, p := range got {
+			ps = append(ps, string(p.Payload))
+		}
+		t.Fatalf("served %q, want only the other client's retained value", ps)
+	}
+}
+
+// TestRetainAsPublishedFromAnyMatchingSubscriptionSetsTheFlag: RFC 0003
+// "What a delivery carries" - one copy, RETAIN set when the publisher set it
+// and any matching subscription asked for Retain As Published, whatever the
+// order the subscriptions were made in.
+func TestRetainAsPublishedFromAnyMatchingSubscriptionSetsTheFlag(t *testing.T) {
+	saguinOnly(t, "the one-copy rule for overlapping subscriptions is RFC 0003's")
+	addr := mqttTarget(t)
+	topic := uniq(t)
+	sub := dialRaw(t, addr, codec.Version5)
+	sub.mustConnect(clientID(t, "sub"), nil)
+	sub.subscribeWith(1, nil, codec.Subscription{Filter: []byte(topic + "/#"), QoS: 1, RetainAsPublished: true})
+	sub.subscribeWith(2, nil, codec.Subscription{Filter: []byte(topic + "/+"), QoS: 1})
+	pub := dialRaw(t, addr, codec.Version5)
+	pub.mustConnect(clientID(t, "pub"), nil)
+	pub.retain(topic+"/a", []byte("r"), 1, nil)
+	pub.publishQoS1(topic+"/a", []byte("end"), 2)
+	got := sub.readUntil("end")
+	if len(got) != 1 || !got[0].Retain {
+		t.Fatalf("%d copies (first RETAIN %v), want one with RETAIN set", len(got), len(got) > 0 && got[0].Retain)
+	}
+}
+
+// TestRetainedValueQuietLongerThanRetentionPeriodIsDeleted: RFC 0002
+// "Retained messages on a broadcast topic" - broker.retained.retention_period
+// deletes the value of a topic quiet for longer, silently.
+func TestRetainedValueQuietLongerThanRetentionPeriodIsDeleted(t *testing.T) {
+	b := startSaguin(t, t.TempDir(), saguinYAML(memoryStorage, "retained:\n  retention_period: 1s"))
+	topic := uniq(t)
+	pub := dialRaw(t, b.addr, codec.Version5)
+	pub.mustConnect(clientID(t, "pub"), nil)
+	pub.retain(topic+"/a", []byte("old"), 1, nil)
+	<-time.After(2500 * time.Millisecond) // the quiet second is the rule's subject
+	sub := dialRaw(t, b.addr, codec.Version5)
+	sub.mustConnect(clientID(t, "sub"), nil)
+	sub.mustSubscribe(1, topic+"/#", 1)
+	pub.publishQoS1(topic+"/a", []byte("end"), 2)
+	if got := sub.readUntil("end"); len(got) != 0 {
+		t.Fatalf("served %q, a retained value quiet past retention_period 1s", got[0].Payload)
+	}
+}
+
+// TestRetainedStoreAtItsProvidersMaxBytesRefuses0x97: RFC 0003 "Retained
+// messages" - the store is bounded by its provider's max_bytes and refuses
+// rather than evicts at the bound.
+func TestRetainedStoreAtItsProvidersMaxBytesRefuses0x97(t *testing.T) {
+	storage := `storage:
+  default: mem
+  default_retention_period: none
+  default_retention_bytes: none
+  providers:
+    mem:
+      type: memory
+      snapshot_dir: none
+    ret:
+      type: memory
+      snapshot_dir: none
+      max_bytes: 16KiB`
+	broker := `retained:
+  storage: ret
+limits:
+  max_message_size: 4KiB
+  max_connect_size: 4KiB
+  max_header_bytes: 1KiB
+  session_queue_bytes: 8KiB`
+	b := startSaguin(t, t.TempDir(), saguinYAML(storage, broker))
+	topic := uniq(t)
+	pub := dialRaw(t, b.addr, codec.Version5)
+	pub.mustConnect(clientID(t, "pub"), nil)
+	kept := 0
+	for i := 1; i <= 20; i++ {
+		p := &codec.Publish{Retain: true, Topic: []byte(fmt.Sprintf("%s/%02d", topic, i)), Payload: make([]byte, 3000)}
+		code := pub.publishAs(p, uint16(i))
+		if code == codec.QuotaExceeded {
+			break
+		}
+		if code != codec.Success {
+			t.Fatalf("retained publish %d: PUBACK 0x%02x", i, byte(code))
+		}
+		kept++
+	}
+	if kept == 20 {
+		t.Fatal("60 KB of retained values fit a 16KiB provider")
+	}
+	sub := dialRaw(t, b.addr, codec.Version5)
+	sub.mustConnect(clientID(t, "sub"), nil)
+	sub.mustSubscribe(1, topic+"/#", 0)
+	pub.publish(topic+"/end", []byte("end"), 0, 0)
+	if got := sub.readUntil("end"); len(got) != kept {
+		t.Fatalf("%d retained values served, want the %d accepted before the refusal (refuse, never evict)", len(got), kept)
+	}
 }

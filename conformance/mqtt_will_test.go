@@ -248,3 +248,62 @@ func TestWillThatCouldNeverBeDeliveredIsRefused0x90(t *testing.T) {
 		})
 	}
 }
+
+func TestMqttTakenOverConnectionsDelayedWillIsNotPublished(t *testing.T) {
+	addr := mqttTarget(t)
+	topic := uniq(t)
+	id := clientID(t, "dev")
+	w := watcher(t, addr, codec.Version5, topic+"/#")
+	old := dialRaw(t, addr, codec.Version5)
+	old.mustConnect(id, both(freshSession(60), will(topic+"/status", "flap", 1, false, 2)))
+	newer := dialRaw(t, addr, codec.Version5)
+	if ack := newer.mustConnect(id, session(60)); !ack.SessionPresent {
+		t.Fatal("Session Present 0")
+	}
+	old.expectClosed()
+	w.quietFor(3500*time.Millisecond, "the replaced connection's delayed Will after a new connection took the session (MQTT-3.1.3-9)")
+}
+
+// TestCleanStartEndingASessionPublishesItsWaitingWill: RFC 0003 "Last Will -
+// The delay is Sagüin's": a Clean Start CONNECT ends the session, which
+// publishes the waiting Will. MQTT-3.1.2-8 can be read as deleting a Will
+// whenever a new connection for the client id opens inside the delay, which
+// is what Mosquitto does; RFC 0003 settles the reading.
+func TestCleanStartEndingASessionPublishesItsWaitingWill(t *testing.T) {
+	saguinOnly(t, "MQTT-3.1.2-8 is read either way; RFC 0003 publishes the Will, Mosquitto drops it")
+	addr := mqttTarget(t)
+	topic := uniq(t)
+	id := clientID(t, "dev")
+	w := watcher(t, addr, codec.Version5, topic+"/#")
+	c := dialRaw(t, addr, codec.Version5)
+	c.mustConnect(id, both(freshSession(600), will(topic+"/status", "ended", 1, false, 600)))
+	c.drop()
+	w.expectNothing("a Will inside its delay")
+	dialRaw(t, addr, codec.Version5).mustConnect(id, nil) // Clean Start ends the session
+	if p := w.expectPublishWithin(5 * time.Second); string(p.Payload) != "ended" {
+		t.Fatalf("got %q, want the waiting Will published as Clean Start ends its session (MQTT 5 3.1.3.2.2)", p.Payload)
+	}
+}
+
+// TestRefusedConnectTouchesNothing: RFC 0003 "Sessions" - every check that
+// can refuse a CONNECT runs before the session is looked at, so a refused
+// CONNECT for a connected client id neither takes it over nor ends it.
+func TestRefusedConnectTouchesNothing(t *testing.T) {
+	saguinOnly(t, "the refusal used (a Will on $saguin/) is RFC 0002's")
+	addr := mqttTarget(t)
+	topic := uniq(t)
+	id := clientID(t, "owner")
+	owner := dialRaw(t, addr, codec.Version5)
+	owner.mustConnect(id, freshSession(60))
+	owner.mustSubscribe(1, topic+"/#", 1)
+	bad := dialRaw(t, addr, codec.Version5)
+	if ack := bad.connect(id, will("$saguin/x", "x", 0, false, 0)); ack.ReasonCode != codec.TopicNameInvalid {
+		t.Fatalf("CONNACK 0x%02x, want 0x90", byte(ack.ReasonCode))
+	}
+	pub := dialRaw(t, addr, codec.Version5)
+	pub.mustConnect(clientID(t, "pub"), nil)
+	pub.publishQoS1(topic+"/x", []byte("still"), 1)
+	if p := owner.expectPublish(); string(p.Payload) != "still" {
+		t.Fatalf("the owner got %q, want it still connected and subscribed", p.Payload)
+	}
+}
