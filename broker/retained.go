@@ -46,6 +46,9 @@ func (b *Broker) sendRetained(c netloop.Client, filter string, sub subscription)
 	}
 	now := b.now()
 	for i := range hits {
+		if sub.noLocal && hits[i].ClientID == c.ClientID() {
+			continue // No Local holds for a retained value too (RFC 0003 "No Local")
+		}
 		m := messageOf(&hits[i], now)
 		if m == nil {
 			if _, err := b.retained.Delete(hits[i].Topic); err != nil {
