@@ -530,6 +530,7 @@ func (l *backlog) commit() {
 	unowed := l.unowed
 	l.unowed = nil
 	l.mu.Unlock()
+	l.b.saveGroupCursors()
 	for s := range dirty {
 		sh := l.b.shard(s.id)
 		sh.mu.Lock()

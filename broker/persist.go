@@ -115,6 +115,10 @@ func (b *Broker) Restore() error {
 		}
 		sh.mu.Unlock()
 	}
+	groups, err := b.restoreBacklogs()
+	if err != nil {
+		return fmt.Errorf("reading the shared groups' cursors: %w", err)
+	}
 	// Owed messages, before any Will is published into the log.
 	var batch []store.BroadcastEntry
 	var unowed []uint64
@@ -138,6 +142,13 @@ func (b *Broker) Restore() error {
 					maybe := k.leftAt.IsZero() || e.Time.Before(k.leftAt)
 					k.s.owed.entries = append(k.s.owed.entries, owedEntry{offset: e.Offset, size: size, maybeSent: maybe})
 					k.s.owed.bytes += size
+					owners++
+				}
+			}
+			for g, cursor := range groups {
+				if cursor <= e.Offset && e.QoS > 0 && topic.Match(g.filter, e.Topic) {
+					g.standIn.owed.entries = append(g.standIn.owed.entries, owedEntry{offset: e.Offset, size: size})
+					g.standIn.owed.bytes += size
 					owners++
 				}
 			}

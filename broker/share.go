@@ -31,6 +31,20 @@ type shareGroup struct {
 	members []*session // ordered by client id
 	subs    map[*session]subscription
 	last    string // the client id served last: turns go in client-id order
+	// saved is the group cursor last stored: the lowest offset of its
+	// backlog, or the log's next when it holds none.
+	saved uint64
+}
+
+// durable reports whether a member's session outlives its connection: only
+// then does the group hold what nobody can take. shares lock held.
+func (g *shareGroup) durable() bool {
+	for _, s := range g.members {
+		if s.expiry > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // Counted drops of a shared delivery nobody could take.
@@ -134,14 +148,7 @@ func (b *Broker) shareDeliver(g *shareGroup, p *codec.Publish, m **netloop.Messa
 	if len(g.standIn.owed.entries) == 0 && b.handToMember(g, p, m) {
 		return
 	}
-	durable := false
-	for _, s := range g.members {
-		if s.expiry > 0 {
-			durable = true
-			break
-		}
-	}
-	if durable && p.QoS > 0 {
+	if g.durable() && p.QoS > 0 {
 		set.add(g.standIn)
 		return
 	}
@@ -280,4 +287,62 @@ func (b *Broker) handMessage(g *shareGroup, m *netloop.Message, d netloop.Delive
 		}
 	}
 	return false
+}
+
+// saveGroupCursors stores the cursor of every group that holds a backlog for
+// a durable member and whose cursor moved, so the backlog keeps across a
+// restart what the sessions keep (RFC 0002 "What a shared group is owed").
+// A refused write is tried again at the next commit.
+func (b *Broker) saveGroupCursors() {
+	type moved struct {
+		g      *shareGroup
+		cursor uint64
+	}
+	var todo []moved
+	next := b.bcast.log.Next()
+	b.shares.mu.Lock()
+	for _, g := range b.shares.groups {
+		if !g.durable() {
+			continue
+		}
+		c := next
+		if len(g.standIn.owed.entries) > 0 {
+			c = g.standIn.owed.entries[0].offset
+		}
+		if c != g.saved {
+			todo = append(todo, moved{g, c})
+		}
+	}
+	b.shares.mu.Unlock()
+	for _, m := range todo {
+		if err := b.sessions.SaveGroupCursor(m.g.key, m.cursor); err != nil {
+			b.storageFailed("storing a shared group's cursor", m.g.key, err)
+			continue
+		}
+		b.shares.mu.Lock()
+		m.g.saved = m.cursor
+		b.shares.mu.Unlock()
+	}
+}
+
+// restoreBacklogs gives every restored group with a durable member its stored
+// cursor; restoreOwed then makes its stand-in owe what lies after it.
+func (b *Broker) restoreBacklogs() (map[*shareGroup]uint64, error) {
+	out := map[*shareGroup]uint64{}
+	b.shares.mu.Lock()
+	defer b.shares.mu.Unlock()
+	for key, g := range b.shares.groups {
+		if !g.durable() {
+			continue
+		}
+		c, ok, err := b.sessions.GroupCursor(key)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			out[g] = c
+			g.saved = c
+		}
+	}
+	return out, nil
 }

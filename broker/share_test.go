@@ -119,3 +119,18 @@ func TestSharedSubscriptionRefusals(t *testing.T) {
 		}
 	}
 }
+
+func TestSharedGroupBacklogKeepsAcrossARestart(t *testing.T) {
+	st := newStores(t, 0)
+	b := st.broker(t, Options{})
+	m := shareMember(t, b, "m-a", 60)
+	b.Disconnected(m, 60, false)
+	publish(b, "p", "jobs/x", "1", 1, false)
+	publish(b, "p", "jobs/x", "2", 1, false)
+	b = st.restart(t, b, Options{})
+	back := &ackClient{id: "m-a"}
+	if present, _, _ := connectAs(t, b, back, false, 60, nil); !present {
+		t.Fatal("the member's session did not survive the restart")
+	}
+	back.waitPayloads(t, "1", "2")
+}
