@@ -235,6 +235,42 @@ func (l *backlog) eachSession(fn func(*session)) {
 	}
 }
 
+// keepFor writes a retained value sent at SUBSCRIBE to the log for s alone
+// (BroadcastEntry.OwedTo) and sends it as d under the identifier its offset
+// gives. false when the log did not take it: the caller sends it from memory.
+// Called with no shard lock held.
+func (l *backlog) keepFor(s *session, c netloop.Client, r *store.Record, m *netloop.Message, d netloop.Delivery) bool {
+	e, err := l.log.Append(store.BroadcastEntry{Record: *r, OwedTo: s.id})
+	if err != nil {
+		if !store.IsFull(err) {
+			l.b.storageFailed("keeping a retained value for a session", s.id, err)
+		}
+		return false
+	}
+	size := store.RecordSize(&e.Record)
+	l.b.counters.LogMessages.Add(1)
+	l.b.counters.LogBytes.Add(size)
+	l.mu.Lock()
+	l.refs[e.Offset] = 1
+	l.mu.Unlock()
+	sh := l.b.shard(s.id)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	if s.ended || s.client.Load() == nil || s.client.Load().c != c {
+		l.unown(e.Offset)
+		return true // its connection is gone; nothing is owed to a session that ended
+	}
+	l.owe(s, e.Offset, size)
+	j := len(s.owed.entries) - 1
+	if j < 0 || s.owed.entries[j].offset != e.Offset {
+		return true // the session's bound let it go at once
+	}
+	s.owed.entries[j].sent = true
+	d.Offset, d.PacketID = e.Offset, packetIDFor(e.Offset)
+	c.Deliver(m, d)
+	return true
+}
+
 // keepLogged makes the sessions in away owe a message already in the log at
 // offset; one nobody is owed is released at the next commit.
 func (l *backlog) keepLogged(offset uint64, size int64, away *awaySet, m *netloop.Message) {
@@ -423,6 +459,9 @@ func (l *backlog) sendOne(s *session, c netloop.Client, e *store.BroadcastEntry,
 	}
 	o := &s.owed.entries[j]
 	d.Offset, d.PacketID, d.Dup = e.Offset, packetIDFor(e.Offset), o.maybeSent
+	if e.OwedTo != "" {
+		d.Retain = true // a retained value sent at SUBSCRIBE, sent again
+	}
 	o.sent = true
 	c.Deliver(m, d)
 	return true

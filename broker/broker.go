@@ -734,7 +734,7 @@ func (b *Broker) Subscribe(c netloop.Client, f []byte, o netloop.SubscribeOption
 	b.subs.add(filter, s, sub)
 	sh.mu.Unlock()
 	if o.RetainHandling == 0 || (o.RetainHandling == 1 && !existed) {
-		b.sendRetained(c, filter, sub)
+		b.sendRetained(c, s, filter, sub)
 	}
 	return codec.ReasonCode(sub.qos), ""
 }

@@ -136,7 +136,7 @@ func (b *Broker) Restore() error {
 			size := store.RecordSize(&e.Record)
 			owners := 0
 			for _, k := range restored {
-				if k.cursor <= e.Offset && k.s.owedAtPublish(&e.Record, e.Offset) {
+				if k.cursor <= e.Offset && k.s.owes(e) {
 					// What was written while its client was connected may
 					// have been sent: the re-send says DUP.
 					maybe := k.leftAt.IsZero() || e.Time.Before(k.leftAt)
@@ -146,7 +146,7 @@ func (b *Broker) Restore() error {
 				}
 			}
 			for g, cursor := range groups {
-				if cursor <= e.Offset && e.QoS > 0 && topic.Match(g.filter, e.Topic) {
+				if cursor <= e.Offset && e.QoS > 0 && e.OwedTo == "" && topic.Match(g.filter, e.Topic) {
 					g.standIn.owed.entries = append(g.standIn.owed.entries, owedEntry{offset: e.Offset, size: size})
 					g.standIn.owed.bytes += size
 					owners++
@@ -212,6 +212,15 @@ func indexOf(all []store.Session, id string) int {
 		}
 	}
 	return -1
+}
+
+// owes reports whether s is owed log entry e: a retained value kept for one
+// session is owed to that session alone; anything else as owedAtPublish says.
+func (s *session) owes(e *store.BroadcastEntry) bool {
+	if e.OwedTo != "" {
+		return e.OwedTo == s.id
+	}
+	return s.owedAtPublish(&e.Record, e.Offset)
 }
 
 // owedAtPublish reports whether one of s's filters matched r when it was

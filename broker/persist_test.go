@@ -383,3 +383,23 @@ func TestRestoredSessionExpiryIsCappedByTheCurrentMaxSessionExpiry(t *testing.T)
 		t.Fatal("a session past the lowered cap was resumed")
 	}
 }
+
+func TestRetainedValueSentAtSubscribeToADurableSessionIsResentAfterARestartUntilAcknowledged(t *testing.T) {
+	st := newStores(t, 0)
+	b := st.broker(t, Options{})
+	publish(b, "p", "home/temp", "21", 1, true)
+	c := &ackClient{id: "dev"}
+	connectAs(t, b, c, true, 60, nil)
+	b.Subscribe(c, []byte("home/#"), netloop.SubscribeOptions{QoS: 1})
+	c.waitPayloads(t, "21")
+	if c.offsets[0] == 0 {
+		t.Fatal("the retained value was not kept in the log for the durable session")
+	}
+	b = st.restart(t, b, Options{}) // never acknowledged
+	c2 := &ackClient{id: "dev"}
+	connectAs(t, b, c2, false, 60, nil)
+	c2.waitPayloads(t, "21")
+	if !c2.retains[0] {
+		t.Fatal("the retained value was sent again without RETAIN")
+	}
+}

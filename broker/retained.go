@@ -32,8 +32,11 @@ func (b *Broker) retain(publisher string, p *codec.Publish) (codec.ReasonCode, s
 
 // sendRetained delivers, after the SUBACK, every retained value filter
 // matches, with RETAIN set and the publisher's Message Expiry counted down;
-// a value whose expiry ran out is deleted instead of sent.
-func (b *Broker) sendRetained(c netloop.Client, filter string, sub subscription) {
+// a value whose expiry ran out is deleted instead of sent. To a session that
+// outlives its connection a value at QoS 1 or 2 is kept in the broadcast log
+// for that session only, so it is re-sent after a restart until acknowledged
+// (RFC 0003 "Retained messages").
+func (b *Broker) sendRetained(c netloop.Client, s *session, filter string, sub subscription) {
 	var hits []store.Record
 	match := func(t string) bool { return topic.Match(filter, t) }
 	if err := b.retained.Range(match, func(r store.Record) bool {
@@ -59,6 +62,9 @@ func (b *Broker) sendRetained(c netloop.Client, filter string, sub subscription)
 		d := netloop.Delivery{QoS: min(hits[i].QoS, sub.qos), Retain: true}
 		if sub.id != 0 {
 			d.SubscriptionIDs = []uint32{sub.id}
+		}
+		if d.QoS > 0 && s.expiry > 0 && b.bcast.keepFor(s, c, &hits[i], m, d) {
+			continue
 		}
 		c.Deliver(m, d)
 	}
