@@ -726,7 +726,12 @@ func (b *Broker) Subscribe(c netloop.Client, f []byte, o netloop.SubscribeOption
 	if shared {
 		// Nothing retained is sent to a shared subscription (MQTT 5
 		// 4.8.2); what the group holds goes to a member that can take it.
-		b.joinShare(filter, inner, s, sub)
+		g := b.joinShare(filter, inner, s, sub)
+		if s.expiry > 0 {
+			if err := b.ensureGroupCursor(g); err != nil {
+				b.storageFailed("storing a shared group's cursor", id, err)
+			}
+		}
 		b.drainShares(s, c)
 		sh.mu.Unlock()
 		return codec.ReasonCode(sub.qos), ""

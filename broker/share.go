@@ -79,8 +79,9 @@ func (b *Broker) checkShared(c netloop.Client, filter string) (inner string, cod
 	return inner, codec.Success, "", true
 }
 
-// joinShare makes s a member of the group key over inner. Shard lock held.
-func (b *Broker) joinShare(key, inner string, s *session, sub subscription) {
+// joinShare makes s a member of the group key over inner and returns the
+// group. Shard lock held.
+func (b *Broker) joinShare(key, inner string, s *session, sub subscription) *shareGroup {
 	b.shares.mu.Lock()
 	defer b.shares.mu.Unlock()
 	if b.shares.groups == nil {
@@ -100,6 +101,30 @@ func (b *Broker) joinShare(key, inner string, s *session, sub subscription) {
 		g.members[i] = s
 	}
 	g.subs[s] = sub
+	return g
+}
+
+// ensureGroupCursor stores the cursor of a group that has just gained a member
+// whose session outlives its connection and has none yet, before the SUBACK,
+// so a backlog that forms afterwards is found at a start whenever the broker
+// stops (RFC 0003 "Broadcast": the cursor comes with the first such member).
+func (b *Broker) ensureGroupCursor(g *shareGroup) error {
+	b.shares.mu.Lock()
+	has := g.saved != 0
+	b.shares.mu.Unlock()
+	if has {
+		return nil
+	}
+	next := b.bcast.log.Next()
+	if err := b.sessions.SaveGroupCursor(g.key, next); err != nil {
+		return err
+	}
+	b.shares.mu.Lock()
+	if g.saved == 0 {
+		g.saved = next
+	}
+	b.shares.mu.Unlock()
+	return nil
 }
 
 // leaveShare takes s out of the group key; a group left with no member goes,

@@ -247,3 +247,43 @@ func TestGracefulStopKeepsTheConnectedClientsWillUnpublishedAndItsSessionPresent
 		t.Fatal("the session of a client connected at the stop is not present after the restart")
 	}
 }
+
+// TestSQLiteSharedGroupBacklogKeepsAcrossKill9: RFC 0002 "What a shared group
+// is owed: broker.share" - a backlog keeps across a restart what the sessions
+// keep; on sqlite that is a crash.
+func TestSQLiteSharedGroupBacklogKeepsAcrossKill9(t *testing.T) {
+	dir := t.TempDir()
+	b := startStored(t, dir, "sqlite")
+	m := dialRaw(t, b.addr, codec.Version5)
+	m.mustConnect("member", persistent(codec.Version5))
+	if codes := m.subscribe(1, "$share/g/jobs/#", 1); codes[0] != 1 {
+		t.Fatalf("SUBACK %v", codes)
+	}
+	m.send((&codec.Disconnect{}).Append(nil, codec.Version5))
+	if b.log.wait(regexp.MustCompile(`msg="disconnected[^"]*".*client_id=member`), waitLong) == "" {
+		t.Fatal("the broker never saw the member leave")
+	}
+	pub := dialRaw(t, b.addr, codec.Version5)
+	pub.mustConnect("pub", nil)
+	for i, p := range []string{"one", "two"} {
+		pub.publish("jobs/x", []byte(p), 1, uint16(i+1))
+		if code := pub.expectPuback(uint16(i + 1)); code != codec.Success {
+			t.Fatalf("PUBACK 0x%02x", byte(code))
+		}
+	}
+	// The group's cursor was stored with its durable member's SUBSCRIBE and
+	// each message's log write came before its PUBACK: nothing more to wait for.
+	b.kill9()
+	b = startStored(t, dir, "sqlite")
+	back := dialRaw(t, b.addr, codec.Version5)
+	if ack := back.mustConnect("member", persistent(codec.Version5)); !ack.SessionPresent {
+		t.Fatal("Session Present 0 after kill -9")
+	}
+	for _, want := range []string{"one", "two"} {
+		p := back.expectPublish()
+		if string(p.Payload) != want {
+			t.Fatalf("backlog after kill -9 gave %q, want %q in publish order", p.Payload, want)
+		}
+		back.ackPublish(p)
+	}
+}
