@@ -275,3 +275,26 @@ func TestMqttClientWithEmptyIDIsAssignedOne(t *testing.T) {
 		t.Fatal("no Assigned Client Identifier for a zero-length client id (MQTT-3.2.2-16)")
 	}
 }
+
+func TestMqttTakeoverCarriesUnacknowledgedDeliveriesToTheNewConnection(t *testing.T) {
+	versions(t, func(t *testing.T, v byte) {
+		addr := mqttTarget(t)
+		topic := uniq(t)
+		id := clientID(t, "take")
+		old := dialRaw(t, addr, v)
+		old.mustConnect(id, freshSession(60))
+		old.mustSubscribe(1, topic+"/#", 1)
+		pub := dialRaw(t, addr, v)
+		pub.mustConnect(clientID(t, "pub"), nil)
+		pub.publishQoS1(topic+"/x", []byte("in flight"), 1)
+		first := old.expectPublish() // not acknowledged
+		newer := dialRaw(t, addr, v)
+		newer.mustConnect(id, session(60))
+		old.expectClosed()
+		again := newer.expectPublish()
+		if string(again.Payload) != "in flight" || again.PacketID != first.PacketID || !again.Dup {
+			t.Fatalf("the new connection got %q id %d DUP %v, want the unacknowledged delivery under id %d with DUP (RFC 0003 \"Sessions\": deliveries owed move)",
+				again.Payload, again.PacketID, again.Dup, first.PacketID)
+		}
+	})
+}
