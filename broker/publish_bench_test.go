@@ -3,10 +3,13 @@ package broker
 import (
 	"fmt"
 	"log/slog"
+	"path/filepath"
 	"testing"
 
 	"saguin/codec"
 	"saguin/netloop"
+	"saguin/store"
+	"saguin/store/sqlite"
 )
 
 // sink takes deliveries and keeps nothing, so the benchmark measures the
@@ -60,11 +63,12 @@ func (s *ackSink) Deliver(_ *netloop.Message, d netloop.Delivery) bool {
 }
 func (s *ackSink) Kick(codec.ReasonCode) {}
 
-// BenchmarkDurablePublishQoS1To1 is a QoS 1 broadcast to one connected
-// session that outlives its connection, on the broker's own memory store:
-// one log write per publish, released once acknowledged.
-func BenchmarkDurablePublishQoS1To1(b *testing.B) {
-	br := New(Options{Logger: slog.New(slog.DiscardHandler)})
+// benchDurable is a QoS 1 broadcast to one connected session that outlives
+// its connection, acknowledged at once: one log write per publish, released
+// at the next commit.
+func benchDurable(b *testing.B, o Options) {
+	o.Logger = slog.New(slog.DiscardHandler)
+	br := New(o)
 	defer br.Close()
 	c := &ackSink{id: "durable"}
 	br.Connect(c, &netloop.ConnectRequest{Version: 5, ClientID: c.id, CleanStart: true, SessionExpiry: 3600})
@@ -80,4 +84,27 @@ func BenchmarkDurablePublishQoS1To1(b *testing.B) {
 		}
 		br.Acked(c, c.last)
 	}
+}
+
+// BenchmarkDurablePublishQoS1To1 is benchDurable on the broker's own memory store.
+func BenchmarkDurablePublishQoS1To1(b *testing.B) { benchDurable(b, Options{}) }
+
+// BenchmarkDurablePublishQoS1To1SQLite is benchDurable on a sqlite provider:
+// each publish waits for its group commit, as a PUBACK does.
+func BenchmarkDurablePublishQoS1To1SQLite(b *testing.B) {
+	p, err := sqlite.Open(store.SQLiteOptions{Name: "bench", FilePath: filepath.Join(b.TempDir(), "bench.db"), ReadConnections: 2,
+		Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer p.Close()
+	ss, err := p.Sessions()
+	if err != nil {
+		b.Fatal(err)
+	}
+	r, err := p.Retained(0)
+	if err != nil {
+		b.Fatal(err)
+	}
+	benchDurable(b, Options{Sessions: ss, Retained: r})
 }
