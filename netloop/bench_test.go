@@ -23,13 +23,15 @@ import (
 // that both are measured by the same clients in the same run.
 var peerFlag = flag.String("peer", "", "host:port of another broker for the wire benchmarks")
 
+var benchLoops = 1
+
 // benchAddr is the broker the wire benchmarks talk to: -peer, or Sagüin in
 // this process with a 64 MiB outbound bound per connection.
 func benchAddr(b *testing.B) string {
 	if *peerFlag != "" {
 		return *peerFlag
 	}
-	return startServer(b, netloop.Options{SessionQueueBytes: 64 << 20}).Addr("tcp").String()
+	return startServer(b, netloop.Options{SessionQueueBytes: 64 << 20, EventLoops: benchLoops}).Addr("tcp").String()
 }
 
 // benchConn is a connected client with a buffered reader.

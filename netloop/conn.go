@@ -74,6 +74,7 @@ type Conn struct {
 	heldQoS2      map[uint16]struct{} // the client's QoS 2 publishes not yet released
 	handed        int64               // bytes ever handed to the transport
 	lastTaken     int64
+	flushedTaken  int64  // bytes the kernel had taken at the end of the last flush
 	attached      bool   // the handler knows this connection
 	aborting      bool   // the end discards what waits (write_timeout)
 	lingering     bool   // the end drains the client's input (a refusal, a bad packet)
@@ -420,6 +421,10 @@ func (c *Conn) windowOpen() bool {
 // flushBatch is how many queued deliveries flush takes per lock.
 const flushBatch = 64
 
+// flushChunk is how many encoded bytes flush gathers before handing them to
+// the transport.
+const flushChunk = 64 << 10
+
 // flush moves deliveries from the queue to the transport, in order, while the
 // transport holds less than outboundCap and the window allows.
 func (c *Conn) flush() {
@@ -446,9 +451,24 @@ func (c *Conn) flush() {
 		if blocked {
 			break
 		}
+		if len(sc.out) >= flushChunk {
+			// Hand it over now: what the kernel takes at once leaves the
+			// transport, so the cap counts what is really held back.
+			c.flushScratch(sc)
+		}
 	}
 	c.flushScratch(sc)
 	c.noteProgress()
+	// Held back by the transport cap while the kernel is taking bytes: come
+	// back once the loop has served its other events (the transport drains
+	// on its own write events, which tell us nothing). A client that took
+	// nothing since the last flush is left to the ticker, so a stalled one
+	// costs no spinning.
+	taken := c.handed - int64(c.t.Buffered())
+	if taken > c.flushedTaken && c.t.Buffered() >= outboundCap/2 && c.writable() {
+		c.wake()
+	}
+	c.flushedTaken = taken
 }
 
 // encode appends one delivery's PUBLISH to sc.out, taking a packet
