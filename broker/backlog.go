@@ -260,9 +260,8 @@ func (l *backlog) keepFor(s *session, c netloop.Client, r *store.Record, m *netl
 		l.unown(e.Offset)
 		return true // its connection is gone; nothing is owed to a session that ended
 	}
-	l.owe(s, e.Offset, size)
-	j := len(s.owed.entries) - 1
-	if j < 0 || s.owed.entries[j].offset != e.Offset {
+	j := l.owe(s, e.Offset, size)
+	if j < 0 {
 		return true // the session's bound let it go at once
 	}
 	s.owed.entries[j].sent = true
@@ -320,12 +319,12 @@ func (l *backlog) owedBy(e *store.BroadcastEntry, size int64, set *awaySet, m *n
 		if s.ended {
 			l.unown(e.Offset)
 		} else {
-			l.owe(s, e.Offset, size)
-			if ref := s.client.Load(); ref != nil {
+			j := l.owe(s, e.Offset, size)
+			if ref := s.client.Load(); ref != nil && j >= 0 {
 				if m == nil {
 					m = messageOf(&e.Record, l.b.now())
 				}
-				l.sendOne(s, ref.c, e, m, len(s.owed.entries)-1)
+				l.sendOne(s, ref.c, e, m, j)
 			}
 		}
 		sh.mu.Unlock()
@@ -334,10 +333,19 @@ func (l *backlog) owedBy(e *store.BroadcastEntry, size int64, set *awaySet, m *n
 
 // owe adds an offset to s's list, then keeps the list inside
 // limits.session_queue_bytes by letting the oldest not on the wire go,
-// counted. Shard lock held.
-func (l *backlog) owe(s *session, offset uint64, size int64) {
+// counted. It returns the entry's index, -1 when the bound let it go at once.
+// Shard lock held.
+func (l *backlog) owe(s *session, offset uint64, size int64) int {
 	o := &s.owed
-	o.entries = append(o.entries, owedEntry{offset: offset, size: size})
+	// Kept in offset order: two publishers' writes can reach here in either
+	// order, and acknowledgements find their entry by binary search.
+	i := len(o.entries)
+	for i > 0 && o.entries[i-1].offset > offset {
+		i--
+	}
+	o.entries = append(o.entries, owedEntry{})
+	copy(o.entries[i+1:], o.entries[i:])
+	o.entries[i] = owedEntry{offset: offset, size: size}
 	o.bytes += size
 	for o.bytes > l.b.opts.SessionQueueBytes && len(o.entries) > 1 {
 		i := 0
@@ -350,6 +358,16 @@ func (l *backlog) owe(s *session, offset uint64, size int64) {
 		l.drop(s, i)
 		l.b.counters.DeliveriesDroppedQueue.Add(1)
 	}
+	return s.owed.find(offset)
+}
+
+// find is the index of offset in the list, -1 when it is not owed.
+func (o *owedList) find(offset uint64) int {
+	i := sort.Search(len(o.entries), func(i int) bool { return o.entries[i].offset >= offset })
+	if i < len(o.entries) && o.entries[i].offset == offset {
+		return i
+	}
+	return -1
 }
 
 // drop removes entry i of s's list, releasing its offset. Shard lock held.
@@ -498,9 +516,7 @@ func (b *Broker) Acked(c netloop.Client, offset uint64) {
 	if s == nil || s.client.Load() == nil || s.client.Load().c != c {
 		return
 	}
-	o := &s.owed
-	i := sort.Search(len(o.entries), func(i int) bool { return o.entries[i].offset >= offset })
-	if i < len(o.entries) && o.entries[i].offset == offset {
+	if i := s.owed.find(offset); i >= 0 {
 		b.bcast.drop(s, i)
 	}
 }

@@ -403,3 +403,42 @@ func TestRetainedValueSentAtSubscribeToADurableSessionIsResentAfterARestartUntil
 		t.Fatal("the retained value was sent again without RETAIN")
 	}
 }
+
+func TestConcurrentPublishersLeaveAnAwaySessionsOwedListInLogOrder(t *testing.T) {
+	st := newStores(t, 0)
+	b := st.broker(t, Options{})
+	c := &ackClient{id: "dev"}
+	connectAs(t, b, c, true, 60, nil)
+	b.Subscribe(c, []byte("t/#"), netloop.SubscribeOptions{QoS: 1})
+	b.Disconnected(c, 60, false)
+	var wg sync.WaitGroup
+	for w := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 100 {
+				publish(b, fmt.Sprint("p", w), "t/x", fmt.Sprint(w, "-", i), 1, false)
+			}
+		}()
+	}
+	wg.Wait()
+	back := &ackClient{id: "dev"}
+	connectAs(t, b, back, false, 60, nil)
+	deadline := time.Now().Add(3 * time.Second)
+	for len(back.payloads()) < 400 {
+		if time.Now().After(deadline) {
+			t.Fatalf("resumed with %d of 400 owed messages", len(back.payloads()))
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	for i, off := range back.offsets {
+		if i > 0 && off <= back.offsets[i-1] {
+			t.Fatalf("resent out of log order: offset %d after %d", off, back.offsets[i-1])
+		}
+		b.Acked(back, off)
+	}
+	b.Close()
+	if n := st.sessions.Log().Len(); n != 0 {
+		t.Fatalf("%d acknowledged messages are still in the log: an acknowledgement missed its entry", n)
+	}
+}

@@ -1,10 +1,6 @@
 package broker
 
-import (
-	"sort"
-
-	"saguin/netloop"
-)
+import "saguin/netloop"
 
 // Unfinished implements netloop.ResumeHandler: the QoS 1 and 2 deliveries a
 // session's connection ended without finishing stay with the session, to be
@@ -44,8 +40,8 @@ func (b *Broker) sendCarried(s *session, c netloop.Client, u []netloop.Unfinishe
 	o := &s.owed
 	for _, x := range u {
 		if off := x.Delivery.Offset; off != 0 {
-			i := sort.Search(len(o.entries), func(i int) bool { return o.entries[i].offset >= off })
-			if i == len(o.entries) || o.entries[i].offset != off {
+			i := o.find(off)
+			if i < 0 {
 				continue // acknowledged meanwhile, or no longer owed
 			}
 			o.entries[i].sent = true

@@ -240,9 +240,9 @@ func (b *Broker) drainShares(s *session, c netloop.Client) {
 				b.shareDropped()
 				continue
 			}
-			s.owed.entries = append(s.owed.entries, owedEntry{offset: e.offset, size: e.size})
-			s.owed.bytes += e.size
-			b.sendShared(s, c, g, &got[0], len(s.owed.entries)-1)
+			if j := b.bcast.owe(s, e.offset, e.size); j >= 0 {
+				b.sendShared(s, c, g, &got[0], j)
+			}
 		}
 		b.bcast.markDirty(s)
 	}
