@@ -473,7 +473,9 @@ func (b *Broker) stopTimer(s *session) {
 // published first, then its filters, what it is owed and its record go
 // together (RFC 0003 "Sessions: one owner, one ending"). Shard lock held.
 func (b *Broker) endSession(sh *shard, s *session, why string) {
-	if s.will != nil && !s.will.DueAt.IsZero() {
+	if s.will != nil {
+		// Waiting out its delay, or - for a client connected when the broker
+		// last stopped - kept with no due moment until the session ends.
 		b.fireWill(s, b.now())
 	}
 	s.ended = true

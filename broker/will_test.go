@@ -190,3 +190,26 @@ func TestTakenOverConnectionsWillIsPublishedOnlyWithoutDelay(t *testing.T) {
 	publish(b, "p", "status/marker", "after", 1, false)
 	w.waitPayloads(t, "offline", "after")
 }
+
+func TestWillKeptWithNoDueMomentAtAStopIsPublishedWhenTheSessionExpires(t *testing.T) {
+	st := newStores(t, 0)
+	b := st.broker(t, Options{})
+	c := &ackClient{id: "dev"}
+	w := will(0)
+	w.Retain = true
+	connectAs(t, b, c, true, 1, w)
+	b.Stop()
+	b.Disconnected(c, 1, false)
+	b.Close()
+	b = st.broker(t, Options{}) // away from now, for its one second
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		if r, ok, _ := st.retained.Get("status/dev"); ok && string(r.Payload) == "offline" {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the Will kept through a stop was not published when its session expired")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
