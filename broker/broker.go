@@ -63,6 +63,9 @@ type Options struct {
 	Logger           *slog.Logger
 	// Now is the clock; nil is time.Now.
 	Now func() time.Time
+	// Counters are where the broker counts; nil gives it its own. Passed in
+	// so the store's hooks, which fire while the stores open, count there too.
+	Counters *Counters
 }
 
 // RFC 0002 defaults.
@@ -100,7 +103,7 @@ type Broker struct {
 	done     chan struct{}
 	closed   sync.Once
 	wg       sync.WaitGroup
-	counters Counters
+	counters *Counters
 }
 
 type shard struct {
@@ -190,7 +193,10 @@ func New(opts Options) *Broker {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	b := &Broker{opts: opts, log: opts.Logger, now: opts.Now, seed: maphash.MakeSeed(), done: make(chan struct{})}
+	b := &Broker{opts: opts, log: opts.Logger, now: opts.Now, seed: maphash.MakeSeed(), done: make(chan struct{}), counters: opts.Counters}
+	if b.counters == nil {
+		b.counters = new(Counters)
+	}
 	b.sessions, b.retained = opts.Sessions, opts.Retained
 	if b.sessions == nil {
 		b.sessions = ownStore(store.MemoryOptions{Name: "broker sessions"}).sessions()

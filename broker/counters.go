@@ -1,6 +1,10 @@
 package broker
 
-import "sync/atomic"
+import (
+	"sync/atomic"
+
+	"saguin/store"
+)
 
 // Counters are what the broker counts for RFC 0005's metrics about sessions,
 // the broadcast log, retained values and Wills. The metrics listener reads
@@ -60,4 +64,14 @@ type Counters struct {
 }
 
 // Counters are the broker's counters, for the metrics to read.
-func (b *Broker) Counters() *Counters { return &b.counters }
+func (b *Broker) Counters() *Counters { return b.counters }
+
+// StoreHooks are the store hooks that count into c: storage failures the
+// providers meet on their own (a periodic flush) and exactly-once holds a
+// provider abandons at load.
+func StoreHooks(c *Counters) store.Hooks {
+	return store.Hooks{
+		StorageError:  func(error) { c.StorageErrors.Add(1) },
+		HoldAbandoned: func(_ string, n int) { c.QoS2Abandoned.Add(uint64(n)) },
+	}
+}

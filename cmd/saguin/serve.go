@@ -16,7 +16,6 @@ import (
 	"saguin/broker"
 	"saguin/config"
 	"saguin/netloop"
-	"saguin/store"
 )
 
 // shutdownGrace bounds how long a stopping broker waits for its connections
@@ -72,12 +71,15 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 		defer os.Remove(cfg.Broker.PIDFile)
 	}
 
-	st, err := openStorage(cfg, store.Hooks{}, log)
+	counters := new(broker.Counters)
+	st, err := openStorage(cfg, broker.StoreHooks(counters), log)
 	if err != nil {
 		log.Error("cannot open storage", "error", err)
 		return 1
 	}
-	b := broker.New(brokerOptions(cfg, st, log))
+	bo := brokerOptions(cfg, st, log)
+	bo.Counters = counters
+	b := broker.New(bo)
 	// Whatever ends the run, the stores take what the broker still holds
 	// before they close: a memory provider's snapshot is written there.
 	defer func() {
