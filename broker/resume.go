@@ -14,10 +14,10 @@ func (b *Broker) Unfinished(c netloop.Client, u []netloop.Unfinished) {
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	s := sh.sessions[id]
-	if s == nil || s.ended {
-		return
+	var ref *clientRef
+	if s != nil && !s.ended {
+		ref = s.client.Load()
 	}
-	ref := s.client.Load()
 	switch {
 	case ref != nil && ref.c == c && s.expiry == 0:
 		// The session ends with this connection: what its groups handed it
@@ -28,8 +28,11 @@ func (b *Broker) Unfinished(c netloop.Client, u []netloop.Unfinished) {
 		s.carry = append(s.carry[:0], u...)
 	case ref != nil && s.takenFrom == c:
 		// Taken over while these were out: the resuming connection has them.
-		// A session begun new (Clean Start) is another session: nothing.
 		b.sendCarried(s, ref.c, u)
+	default:
+		// Its session already ended (taken over by a Clean Start, or one
+		// that ended with its connection): the groups get theirs back.
+		b.returnToGroups(nil, u)
 	}
 }
 
