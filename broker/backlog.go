@@ -43,6 +43,10 @@ type awaySet struct{ sessions []*session }
 type owedList struct {
 	entries []owedEntry
 	bytes   int64
+	// sentBytes is what of it the session's connection has been handed and
+	// has not acknowledged: at most half of limits.session_queue_bytes
+	// (RFC 0002 "How much a session may hold"), the rest waits in the log.
+	sentBytes int64
 }
 
 type owedEntry struct {
@@ -52,6 +56,27 @@ type owedEntry struct {
 	// maybeSent: an earlier connection may have had it, so a re-send says
 	// DUP.
 	maybeSent bool
+	// share is the shared group that handed it to this member, "" for none:
+	// it is sent under the member's shared subscription.
+	share string
+}
+
+// markSent records that entry j was handed to the connection.
+func (o *owedList) markSent(j int) {
+	if !o.entries[j].sent {
+		o.entries[j].sent = true
+		o.sentBytes += o.entries[j].size
+	}
+}
+
+// firstUnsent is the index of the oldest entry not handed over, -1 for none.
+func (o *owedList) firstUnsent() int {
+	for i := range o.entries {
+		if !o.entries[i].sent {
+			return i
+		}
+	}
+	return -1
 }
 
 // packetIDFor is the packet identifier a log message is always sent to a
@@ -264,7 +289,10 @@ func (l *backlog) keepFor(s *session, c netloop.Client, r *store.Record, m *netl
 	if j < 0 {
 		return true // the session's bound let it go at once
 	}
-	s.owed.entries[j].sent = true
+	if j != s.owed.firstUnsent() || !l.hasRoom(s, size) {
+		return true // it waits its turn in the log (pump)
+	}
+	s.owed.markSent(j)
 	d.Offset, d.PacketID = e.Offset, packetIDFor(e.Offset)
 	c.Deliver(m, d)
 	return true
@@ -320,7 +348,7 @@ func (l *backlog) owedBy(e *store.BroadcastEntry, size int64, set *awaySet, m *n
 			l.unown(e.Offset)
 		} else {
 			j := l.owe(s, e.Offset, size)
-			if ref := s.client.Load(); ref != nil && j >= 0 {
+			if ref := s.client.Load(); ref != nil && j >= 0 && j == s.owed.firstUnsent() && l.hasRoom(s, size) {
 				if m == nil {
 					m = messageOf(&e.Record, l.b.now())
 				}
@@ -376,6 +404,9 @@ func (l *backlog) drop(s *session, i int) {
 	e := o.entries[i]
 	o.entries = append(o.entries[:i], o.entries[i+1:]...)
 	o.bytes -= e.size
+	if e.sent {
+		o.sentBytes -= e.size
+	}
 	l.unown(e.offset)
 	l.markDirty(s)
 }
@@ -403,58 +434,66 @@ func (l *backlog) markDirty(s *session) {
 	l.mu.Unlock()
 }
 
-// resume sends a resumed session everything it is owed and not already sent
-// again from its last connection's window (sendCarried), in log order.
+// hasRoom reports whether s's connection may be handed size more bytes from
+// the log: what it holds unacknowledged stays within half of
+// limits.session_queue_bytes, and one message always may when it holds none.
 // Shard lock held.
-func (l *backlog) resume(s *session, c netloop.Client) {
+func (l *backlog) hasRoom(s *session, size int64) bool {
+	return s.owed.sentBytes == 0 || s.owed.sentBytes+size <= l.b.opts.SessionQueueBytes/2
+}
+
+// pump hands s's connection the entries it is owed and has not been handed,
+// in log order, while it has room: at a resume (after what its last
+// connection left unfinished) and as acknowledgements make room. What the log
+// no longer holds is not owed. Shard lock held.
+func (l *backlog) pump(s *session, c netloop.Client) {
 	o := &s.owed
-	if len(o.entries) == 0 {
-		return
-	}
-	var batch []store.BroadcastEntry
-	from := o.entries[0].offset
-	last := o.entries[len(o.entries)-1].offset
-	for from <= last {
-		got, err := l.log.ReadFrom(from, 256, batch[:0])
+	now := l.b.now()
+	for {
+		j := o.firstUnsent()
+		if j < 0 || !l.hasRoom(s, o.entries[j].size) {
+			return
+		}
+		got, err := l.log.ReadFrom(o.entries[j].offset, 256, nil)
 		if err != nil {
 			l.b.storageFailed("reading the broadcast log", s.id, err)
 			return
 		}
 		if len(got) == 0 {
-			break
-		}
-		l.send(s, c, got)
-		batch = got
-		from = got[len(got)-1].Offset + 1
-	}
-	// What the log no longer holds cannot be sent: it is not owed.
-	for i := 0; i < len(o.entries); i++ {
-		if !o.entries[i].sent {
-			l.drop(s, i)
-			i--
-		}
-	}
-}
-
-// send delivers the entries of got that s is owed and has not been sent,
-// in order. Shard lock held.
-func (l *backlog) send(s *session, c netloop.Client, got []store.BroadcastEntry) {
-	o := &s.owed
-	now := l.b.now()
-	j := 0
-	for k := range got {
-		e := &got[k]
-		for j < len(o.entries) && o.entries[j].offset < e.Offset {
-			j++
-		}
-		if j >= len(o.entries) {
+			for j < len(o.entries) {
+				if o.entries[j].sent {
+					j++
+				} else {
+					l.drop(s, j)
+				}
+			}
 			return
 		}
-		if o.entries[j].offset != e.Offset || o.entries[j].sent {
-			continue
-		}
-		if !l.sendOne(s, c, e, messageOf(&e.Record, now), j) {
-			continue // dropped: j is now the next entry
+		last := got[len(got)-1].Offset
+		k := 0
+		for j < len(o.entries) && o.entries[j].offset <= last {
+			if o.entries[j].sent {
+				j++
+				continue
+			}
+			for k < len(got) && got[k].Offset < o.entries[j].offset {
+				k++
+			}
+			if k == len(got) || got[k].Offset != o.entries[j].offset {
+				l.drop(s, j) // released meanwhile: nothing to send
+				continue
+			}
+			if !l.hasRoom(s, o.entries[j].size) {
+				return
+			}
+			if o.entries[j].share != "" {
+				if !l.b.sendShared(s, c, o.entries[j].share, &got[k], j) {
+					continue
+				}
+			} else if !l.sendOne(s, c, &got[k], messageOf(&got[k].Record, now), j) {
+				continue // dropped: j is now the next entry
+			}
+			j++
 		}
 	}
 }
@@ -475,12 +514,11 @@ func (l *backlog) sendOne(s *session, c netloop.Client, e *store.BroadcastEntry,
 		l.drop(s, j)
 		return false
 	}
-	o := &s.owed.entries[j]
-	d.Offset, d.PacketID, d.Dup = e.Offset, packetIDFor(e.Offset), o.maybeSent
+	d.Offset, d.PacketID, d.Dup = e.Offset, packetIDFor(e.Offset), s.owed.entries[j].maybeSent
 	if e.OwedTo != "" {
 		d.Retain = true // a retained value sent at SUBSCRIBE, sent again
 	}
-	o.sent = true
+	s.owed.markSent(j)
 	c.Deliver(m, d)
 	return true
 }
@@ -518,6 +556,7 @@ func (b *Broker) Acked(c netloop.Client, offset uint64) {
 	}
 	if i := s.owed.find(offset); i >= 0 {
 		b.bcast.drop(s, i)
+		b.bcast.pump(s, c) // the room it made is used at once
 	}
 }
 
@@ -541,6 +580,7 @@ func (l *backlog) detach(s *session) {
 			s.owed.entries[i].sent, s.owed.entries[i].maybeSent = false, true
 		}
 	}
+	s.owed.sentBytes = 0
 	if err := l.b.sessions.Ack(s.id, nil, l.cursor(s)); err != nil && !errors.Is(err, store.ErrNotFound) {
 		l.b.storageFailed("storing a session's cursor", s.id, err)
 	}

@@ -322,8 +322,8 @@ func (b *Broker) Connect(c netloop.Client, req *netloop.ConnectRequest) (bool, c
 		// What it is owed goes before anything live: the unfinished window
 		// first, under its identifiers, then the broadcast log.
 		b.sendCarried(s, c, s.carry)
-		b.bcast.resume(s, c)
 		b.drainShares(s, c)
+		b.bcast.pump(s, c)
 	}
 	clear(s.carry)
 	s.carry = s.carry[:0]
@@ -741,6 +741,7 @@ func (b *Broker) Subscribe(c netloop.Client, f []byte, o netloop.SubscribeOption
 			}
 		}
 		b.drainShares(s, c)
+		b.bcast.pump(s, c)
 		sh.mu.Unlock()
 		return codec.ReasonCode(sub.qos), ""
 	}

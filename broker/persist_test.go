@@ -244,7 +244,23 @@ func TestSessionQueueBytesLetsTheOldestOwedMessageGo(t *testing.T) {
 	}
 	c2 := &ackClient{id: "dev"}
 	connectAs(t, b, c2, false, 60, nil)
+	c2.waitPayloads(t, "bbbb") // half the bound is on the wire at most
+	b.Acked(c2, c2.offsets[0])
 	c2.waitPayloads(t, "bbbb", "cccc")
+}
+
+func TestADurableSessionHasAtMostHalfOfSessionQueueBytesOnTheWire(t *testing.T) {
+	st := newStores(t, 0)
+	b := st.broker(t, Options{SessionQueueBytes: 40})
+	c := &ackClient{id: "dev"}
+	connectAs(t, b, c, true, 60, nil)
+	b.Subscribe(c, []byte("t"), netloop.SubscribeOptions{QoS: 1})
+	for _, p := range []string{"111111111", "222222222", "333333333"} { // 10 bytes each with the topic
+		publish(b, "p", "t", p, 1, false)
+	}
+	c.waitPayloads(t, "111111111", "222222222") // 20 of 40: the third waits in the log
+	b.Acked(c, c.offsets[0])
+	c.waitPayloads(t, "111111111", "222222222", "333333333")
 }
 
 func TestASubscriptionMadeLaterDoesNotReachBackIntoTheLog(t *testing.T) {

@@ -47,7 +47,7 @@ func (b *Broker) sendCarried(s *session, c netloop.Client, u []netloop.Unfinishe
 			if i < 0 {
 				continue // acknowledged meanwhile, or no longer owed
 			}
-			o.entries[i].sent = true
+			o.markSent(i)
 		}
 		c.Deliver(x.Msg, x.Delivery)
 	}

@@ -241,30 +241,41 @@ func (b *Broker) drainShares(s *session, c netloop.Client) {
 				continue
 			}
 			if j := b.bcast.owe(s, e.offset, e.size); j >= 0 {
-				b.sendShared(s, c, g, &got[0], j)
+				s.owed.entries[j].share = g.key
 			}
 		}
 		b.bcast.markDirty(s)
 	}
 }
 
-// sendShared sends s's owed entry j, a group's held message, under the
-// member's shared subscription. Shard lock of s held.
-func (b *Broker) sendShared(s *session, c netloop.Client, g *shareGroup, e *store.BroadcastEntry, j int) {
-	sub := g.subs[s]
+// sendShared sends s's owed entry j, a message the group key held for its
+// members, under the member's shared subscription; false when it was dropped
+// (expired, or the member left the group). Shard lock of s held.
+func (b *Broker) sendShared(s *session, c netloop.Client, key string, e *store.BroadcastEntry, j int) bool {
+	b.shares.mu.Lock()
+	var sub subscription
+	g := b.shares.groups[key]
+	in := false
+	if g != nil {
+		sub, in = g.subs[s]
+	}
+	b.shares.mu.Unlock()
 	m := messageOf(&e.Record, b.now())
 	if m == nil {
 		b.counters.DeliveriesExpired.Add(1)
+	}
+	if m == nil || !in {
 		b.bcast.drop(s, j)
-		return
+		return false
 	}
 	d := netloop.Delivery{QoS: min(e.QoS, sub.qos), Retain: e.Retain && sub.retainAsPublished, Offset: e.Offset,
-		PacketID: packetIDFor(e.Offset), Share: g.key}
+		PacketID: packetIDFor(e.Offset), Dup: s.owed.entries[j].maybeSent, Share: key}
 	if sub.id != 0 {
 		d.SubscriptionIDs = []uint32{sub.id}
 	}
-	s.owed.entries[j].sent = true
+	s.owed.markSent(j)
 	c.Deliver(m, d)
+	return true
 }
 
 // returnToGroups places again what an ending member's connection left
