@@ -364,7 +364,10 @@ func TestMqttPahoGolangSharedSubscriptionDeliversEachMessageOnce(t *testing.T) {
 			t.Fatal(err)
 		}
 		c := paho.NewClient(paho.ClientConfig{Conn: conn, OnPublishReceived: []func(paho.PublishReceived) (bool, error){
-			func(pr paho.PublishReceived) (bool, error) { got <- name + ":" + string(pr.Packet.Payload); return true, nil },
+			func(pr paho.PublishReceived) (bool, error) {
+				got <- name + ":" + string(pr.Packet.Payload)
+				return true, nil
+			},
 		}})
 		if _, err := c.Connect(ctx, &paho.Connect{ClientID: clientID(t, "share-"+name), CleanStart: true, KeepAlive: 30}); err != nil {
 			t.Fatal(err)
