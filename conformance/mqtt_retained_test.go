@@ -108,7 +108,7 @@ func TestMqttRetainedStoreHoldsOneValuePerTopicTheLatest(t *testing.T) {
 		sub.mustConnect(clientID(t, "sub"), nil)
 		sub.mustSubscribe(1, topic+"/#", 0)
 		got := map[string]string{}
-		for _, p := range sub.ping() {
+		for _, p := range sub.collect(2) {
 			if _, dup := got[string(p.Topic)]; dup {
 				t.Fatalf("two retained values for %s", p.Topic)
 			}
@@ -305,8 +305,7 @@ func TestNoLocalWithholdsTheClientsOwnRetainedValue(t *testing.T) {
 	other.mustConnect(clientID(t, "other"), nil)
 	other.retain(topic+"/theirs", []byte("theirs"), 1, nil)
 	c.subscribeWith(1, nil, codec.Subscription{Filter: []byte(topic + "/#"), QoS: 1, NoLocal: true})
-	other.publishQoS1(topic+"/theirs", []byte("end"), 2)
-	got := c.readUntil("end")
+	got := c.collect(1)
 	if len(got) != 1 || string(got[0].Payload) != "theirs" {
 		var ps []string
 		for _, p := range got {
@@ -402,8 +401,7 @@ limits:
 	sub := dialRaw(t, b.addr, codec.Version5)
 	sub.mustConnect(clientID(t, "sub"), nil)
 	sub.mustSubscribe(1, topic+"/#", 0)
-	pub.publish(topic+"/end", []byte("end"), 0, 0)
-	if got := sub.readUntil("end"); len(got) != kept {
+	if got := sub.collect(kept); len(got) != kept {
 		t.Fatalf("%d retained values served, want the %d accepted before the refusal (refuse, never evict)", len(got), kept)
 	}
 }
