@@ -303,3 +303,31 @@ func TestAcknowledgementsAreStoredWithinAckCommitInterval(t *testing.T) {
 		t.Fatalf("%d acknowledged deliveries re-sent after the crash (first %q): acknowledgements older than ack_commit_interval were not stored", len(got), got[0].Payload)
 	}
 }
+
+// TestRestartAfterKill9ResumesAnOutboundQoS2ExchangeWithPubrel: RFC 0003
+// "Outbound QoS 2: send PUBREL only after the PUBREC is stored" - so after a
+// crash the exchange resumes at PUBREL, never with the message again.
+func TestRestartAfterKill9ResumesAnOutboundQoS2ExchangeWithPubrel(t *testing.T) {
+	r := newRestartable(t, sqliteStorage, "")
+	topic := uniq(t)
+	id := clientID(t, "sub")
+	sub := dialRaw(t, r.addr(), codec.Version5)
+	sub.mustConnect(id, freshSession(300))
+	sub.mustSubscribe(1, topic+"/#", 2)
+	pub := dialRaw(t, r.addr(), codec.Version5)
+	pub.mustConnect(clientID(t, "pub"), nil)
+	pub.publishQoS2(topic+"/a", []byte("once"), 1)
+	p := sub.expectPublish()
+	sub.sendAck(codec.TypePubrec, p.PacketID)
+	sub.expectAck(codec.TypePubrel, p.PacketID) // sent only once the PUBREC is stored
+	r.crash()
+	back := dialRaw(t, r.addr(), codec.Version5)
+	if ack := back.mustConnect(id, session(300)); !ack.SessionPresent {
+		t.Fatal("Session Present 0 after kill -9 on sqlite")
+	}
+	h, body := back.read()
+	var a codec.Ack
+	if h.Type != codec.TypePubrel || a.Decode(h, body, codec.Version5) != nil || a.PacketID != p.PacketID {
+		t.Fatalf("after the restart got %s, want the PUBREL for %d and never the message again", h.Type, p.PacketID)
+	}
+}
