@@ -171,3 +171,65 @@ func TestSharedBacklogOlderThanShareExpiresAfterIsDropped(t *testing.T) {
 		t.Fatalf("got %q first, want the backlogged delivery past broker.share.expires_after dropped", p.Payload)
 	}
 }
+
+// TestBroadcastLogAtItsProvidersMaxBytesGivesUpTheOldestNeverThePublisher:
+// RFC 0002 "Every session's state" full-store table, broadcast row - the
+// log's oldest messages go to make room and the publisher is answered 0x00.
+func TestBroadcastLogAtItsProvidersMaxBytesGivesUpTheOldestNeverThePublisher(t *testing.T) {
+	storage := memoryStorage + "\n      max_bytes: 64KiB"
+	limits := `limits:
+  max_message_size: 8KiB
+  max_connect_size: 8KiB
+  max_header_bytes: 1KiB
+  session_queue_bytes: 1MiB`
+	b := startSaguin(t, t.TempDir(), saguinYAML(storage, limits))
+	topic := uniq(t)
+	id := awaySubscriber(t, b.addr, topic+"/#")
+	pub := dialRaw(t, b.addr, codec.Version5)
+	pub.mustConnect(clientID(t, "pub"), nil)
+	const n = 40 // 160 KiB owed against a 64KiB provider
+	for i := 0; i < n; i++ {
+		p := &codec.Publish{Topic: []byte(topic + "/x"), Payload: seqPayload(i, 4096)}
+		if code := pub.publishAs(p, uint16(i+1)); code != codec.Success {
+			t.Fatalf("publish %d: PUBACK 0x%02x, want 0x00: the loss is the session's, not the publisher's", i, byte(code))
+		}
+	}
+	pub.publishQoS1(topic+"/x", []byte("end"), n+1)
+	back := dialRaw(t, b.addr, codec.Version5)
+	back.mustConnect(id, session(300))
+	var got []int
+	for _, p := range back.readUntil("end") {
+		got = append(got, seqOf(p))
+	}
+	if len(got) == 0 || len(got) >= n || got[len(got)-1] != n-1 {
+		t.Fatalf("the session was sent %v: want the newest run, the oldest given up for room", got)
+	}
+}
+
+// TestSharedMemberWithNoRoomInItsWindowIsPassedOver: RFC 0002 "Shared
+// subscriptions" - a member whose Receive Maximum is used up is not given
+// the group's next message.
+func TestSharedMemberWithNoRoomInItsWindowIsPassedOver(t *testing.T) {
+	b := startSaguin(t, t.TempDir(), saguinYAML(memoryStorage, ""))
+	topic := uniq(t)
+	full := member(t, b.addr, "room-a", "g", topic+"/#", 1, func(c *codec.Connect) {
+		c.Properties.ReceiveMaximum = 1
+		c.Properties.Present.Set(codec.PropReceiveMaximum)
+	})
+	other := member(t, b.addr, "room-b", "g", topic+"/#", 1, nil)
+	pub := dialRaw(t, b.addr, codec.Version5)
+	pub.mustConnect(clientID(t, "pub"), nil)
+	pub.publishQoS1(topic+"/x", []byte("first"), 1) // room-a's turn; never acknowledged
+	if p := full.expectPublish(); string(p.Payload) != "first" {
+		t.Fatalf("room-a got %q, want the first message (its turn in client-id order)", p.Payload)
+	}
+	pub.publishQoS1(topic+"/x", []byte("second"), 2)
+	pub.publishQoS1(topic+"/x", []byte("third"), 3)
+	for _, want := range []string{"second", "third"} {
+		p := other.expectPublish()
+		if string(p.Payload) != want {
+			t.Fatalf("room-b got %q, want %q: room-a has no room in its window", p.Payload, want)
+		}
+		other.ackDelivery(p)
+	}
+}

@@ -514,3 +514,28 @@ func (c *raw) readUntil(marker string) []*codec.Publish {
 		}
 	}
 }
+
+// collect reads PUBLISHes (acknowledging QoS 1) until n have arrived or the
+// wait ends, then anything already queued behind them: for what a SUBSCRIBE
+// earns, whose order against live publishes no rule fixes.
+func (c *raw) collect(n int) []*codec.Publish {
+	c.t.Helper()
+	var got []*codec.Publish
+	deadline := time.Now().Add(waitLong)
+	for len(got) < n {
+		h, body, err := c.next(time.Until(deadline))
+		if err != nil {
+			break
+		}
+		if h.Type != codec.TypePublish {
+			c.t.Fatalf("want PUBLISH, got %s", h.Type)
+		}
+		var p codec.Publish
+		if err := p.Decode(h, body, c.version); err != nil {
+			c.t.Fatal(err)
+		}
+		c.ackDelivery(&p)
+		got = append(got, &p)
+	}
+	return append(got, c.ping()...)
+}

@@ -10,11 +10,14 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/eclipse/paho.golang/paho"
 	pahov3 "github.com/eclipse/paho.mqtt.golang"
+
+	"saguin/codec"
 )
 
 // Issue 6 item 11: the broker through real client libraries - the Debian
@@ -32,7 +35,8 @@ func mosquittoSub(t *testing.T, ctx context.Context, args ...string) <-chan stri
 	if err := s.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { s.Process.Kill(); s.Wait() })
+	subProcs.Store(t.Name(), s)
+	t.Cleanup(func() { s.Process.Kill(); s.Wait(); subProcs.Delete(t.Name()) })
 	lines := make(chan string, 16)
 	go func() {
 		sc := bufio.NewScanner(out)
@@ -42,6 +46,16 @@ func mosquittoSub(t *testing.T, ctx context.Context, args ...string) <-chan stri
 		close(lines)
 	}()
 	return lines
+}
+
+// subProcs holds the mosquitto_sub started by each running test, by name.
+var subProcs sync.Map
+
+// killSubs kills the test's mosquitto_sub as a power cut would.
+func killSubs(t *testing.T) {
+	if s, ok := subProcs.Load(t.Name()); ok {
+		s.(*exec.Cmd).Process.Kill()
+	}
 }
 
 func TestMqttMosquittoSubIsSentTheRetainedValueMosquittoPubLeft(t *testing.T) {
@@ -300,5 +314,96 @@ func TestMqttMQTTjsInteroperates(t *testing.T) {
 				t.Errorf("kept session: %+v, want Session Present and the message owed", r.Session)
 			}
 		})
+	}
+}
+
+func TestMqttMosquittoSubsWillIsPublishedWhenItDies(t *testing.T) {
+	pub := needTool(t, "mosquitto_pub")
+	addr := mqttTarget(t)
+	host, port := hostPort(t, addr)
+	for _, v := range []string{"311", "5"} {
+		t.Run("V"+v, func(t *testing.T) {
+			var ver byte = codec.Version311
+			if v == "5" {
+				ver = codec.Version5
+			}
+			topic := uniq(t)
+			w := watcher(t, addr, ver, topic+"/status")
+			ctx, cancel := context.WithTimeout(context.Background(), waitLong)
+			defer cancel()
+			// A retained value on its command topic is printed once it has
+			// connected and subscribed: the sign its Will is armed.
+			if out, err := exec.CommandContext(ctx, pub, "-V", v, "-h", host, "-p", port, "-t", topic+"/cmd", "-m", "hello", "-q", "1", "-r").CombinedOutput(); err != nil {
+				t.Fatalf("mosquitto_pub: %v %s", err, out)
+			}
+			lines := mosquittoSub(t, ctx, "-V", v, "-h", host, "-p", port, "-t", topic+"/cmd", "-q", "1",
+				"--will-topic", topic+"/status", "--will-payload", "gone", "--will-qos", "1")
+			select {
+			case <-lines:
+			case <-ctx.Done():
+				t.Fatal("mosquitto_sub never printed the retained value")
+			}
+			w.expectNothing("a Will before its client died")
+			killSubs(t) // SIGKILL: no DISCONNECT
+			if p := w.expectPublish(); string(p.Payload) != "gone" || string(p.Topic) != topic+"/status" {
+				t.Fatalf("got %s %q, want mosquitto_sub's Will", p.Topic, p.Payload)
+			}
+		})
+	}
+}
+
+func TestMqttPahoGolangSharedSubscriptionDeliversEachMessageOnce(t *testing.T) {
+	addr := mqttTarget(t)
+	ctx, cancel := context.WithTimeout(context.Background(), waitLong)
+	defer cancel()
+	topic := uniq(t)
+	got := make(chan string, 32)
+	for _, name := range []string{"a", "b"} {
+		conn, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := paho.NewClient(paho.ClientConfig{Conn: conn, OnPublishReceived: []func(paho.PublishReceived) (bool, error){
+			func(pr paho.PublishReceived) (bool, error) {
+				got <- name + ":" + string(pr.Packet.Payload)
+				return true, nil
+			},
+		}})
+		if _, err := c.Connect(ctx, &paho.Connect{ClientID: clientID(t, "share-"+name), CleanStart: true, KeepAlive: 30}); err != nil {
+			t.Fatal(err)
+		}
+		defer c.Disconnect(&paho.Disconnect{})
+		ack, err := c.Subscribe(ctx, &paho.Subscribe{Subscriptions: []paho.SubscribeOptions{{Topic: "$share/g/" + topic + "/#", QoS: 1}}})
+		if err != nil || len(ack.Reasons) != 1 || ack.Reasons[0] != 1 {
+			t.Fatalf("SUBACK %+v %v, want granted QoS 1", ack, err)
+		}
+	}
+	conn, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := paho.NewClient(paho.ClientConfig{Conn: conn})
+	if _, err := p.Connect(ctx, &paho.Connect{ClientID: clientID(t, "pub"), CleanStart: true, KeepAlive: 30}); err != nil {
+		t.Fatal(err)
+	}
+	defer p.Disconnect(&paho.Disconnect{})
+	const n = 6
+	for i := 0; i < n; i++ {
+		if _, err := p.Publish(ctx, &paho.Publish{Topic: topic + "/x", QoS: 1, Payload: []byte(fmt.Sprint(i))}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	seen := map[string]bool{}
+	for len(seen) < n {
+		select {
+		case m := <-got:
+			payload := m[strings.IndexByte(m, ':')+1:]
+			if seen[payload] {
+				t.Fatalf("message %s delivered twice across the group", payload)
+			}
+			seen[payload] = true
+		case <-ctx.Done():
+			t.Fatalf("the group received %d of %d", len(seen), n)
+		}
 	}
 }

@@ -238,6 +238,7 @@ func TestWillThatFellDueWhileStoppedIsPublishedAtStart(t *testing.T) {
 func TestWillInsideItsDelayAtACrashIsPublishedAfterTheRestOfItsDelay(t *testing.T) {
 	r := newRestartable(t, sqliteStorage, "")
 	topic := uniq(t)
+	subID := awaySubscriber(t, r.addr(), topic+"/#")
 	devID := clientID(t, "dev")
 	dev := dialRaw(t, r.addr(), codec.Version5)
 	dev.mustConnect(devID, both(freshSession(300), will(topic+"/status", "dead", 1, false, 4)))
@@ -246,7 +247,11 @@ func TestWillInsideItsDelayAtACrashIsPublishedAfterTheRestOfItsDelay(t *testing.
 		t.Fatal("the drop was not seen")
 	}
 	r.crash()
-	w := watcher(t, r.addr(), codec.Version5, topic+"/#")
+	// The subscriber's kept session is owed the Will whenever it fires.
+	w := dialRaw(t, r.addr(), codec.Version5)
+	if ack := w.mustConnect(subID, session(300)); !ack.SessionPresent {
+		t.Fatal("Session Present 0 for the subscriber after kill -9 on sqlite")
+	}
 	if p := w.expectPublishWithin(8 * time.Second); string(p.Payload) != "dead" {
 		t.Fatalf("got %q, want the Will once the rest of its delay ran out", p.Payload)
 	}
@@ -284,8 +289,8 @@ func TestAcknowledgementsAreStoredWithinAckCommitInterval(t *testing.T) {
 	for i := 0; i < 5; i++ {
 		sub.ackDelivery(sub.expectPublish())
 	}
-	sub.ping()                           // every PUBACK read by the broker
-	<-time.After(600 * time.Millisecond) // the interval (and the flush behind it) is the rule's subject
+	sub.ping()                            // every PUBACK read by the broker
+	<-time.After(1500 * time.Millisecond) // the interval, and the write queued behind it, is the rule's subject
 	r.crash()
 	back := dialRaw(t, r.addr(), codec.Version5)
 	if ack := back.mustConnect(id, session(300)); !ack.SessionPresent {
@@ -296,5 +301,33 @@ func TestAcknowledgementsAreStoredWithinAckCommitInterval(t *testing.T) {
 	pub2.publishQoS1(topic+"/a", []byte("end"), 1)
 	if got := back.readUntil("end"); len(got) != 0 {
 		t.Fatalf("%d acknowledged deliveries re-sent after the crash (first %q): acknowledgements older than ack_commit_interval were not stored", len(got), got[0].Payload)
+	}
+}
+
+// TestRestartAfterKill9ResumesAnOutboundQoS2ExchangeWithPubrel: RFC 0003
+// "Outbound QoS 2: send PUBREL only after the PUBREC is stored" - so after a
+// crash the exchange resumes at PUBREL, never with the message again.
+func TestRestartAfterKill9ResumesAnOutboundQoS2ExchangeWithPubrel(t *testing.T) {
+	r := newRestartable(t, sqliteStorage, "")
+	topic := uniq(t)
+	id := clientID(t, "sub")
+	sub := dialRaw(t, r.addr(), codec.Version5)
+	sub.mustConnect(id, freshSession(300))
+	sub.mustSubscribe(1, topic+"/#", 2)
+	pub := dialRaw(t, r.addr(), codec.Version5)
+	pub.mustConnect(clientID(t, "pub"), nil)
+	pub.publishQoS2(topic+"/a", []byte("once"), 1)
+	p := sub.expectPublish()
+	sub.sendAck(codec.TypePubrec, p.PacketID)
+	sub.expectAck(codec.TypePubrel, p.PacketID) // sent only once the PUBREC is stored
+	r.crash()
+	back := dialRaw(t, r.addr(), codec.Version5)
+	if ack := back.mustConnect(id, session(300)); !ack.SessionPresent {
+		t.Fatal("Session Present 0 after kill -9 on sqlite")
+	}
+	h, body := back.read()
+	var a codec.Ack
+	if h.Type != codec.TypePubrel || a.Decode(h, body, codec.Version5) != nil || a.PacketID != p.PacketID {
+		t.Fatalf("after the restart got %s, want the PUBREL for %d and never the message again", h.Type, p.PacketID)
 	}
 }

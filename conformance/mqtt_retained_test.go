@@ -108,7 +108,7 @@ func TestMqttRetainedStoreHoldsOneValuePerTopicTheLatest(t *testing.T) {
 		sub.mustConnect(clientID(t, "sub"), nil)
 		sub.mustSubscribe(1, topic+"/#", 0)
 		got := map[string]string{}
-		for _, p := range sub.ping() {
+		for _, p := range sub.collect(2) {
 			if _, dup := got[string(p.Topic)]; dup {
 				t.Fatalf("two retained values for %s", p.Topic)
 			}
@@ -305,8 +305,7 @@ func TestNoLocalWithholdsTheClientsOwnRetainedValue(t *testing.T) {
 	other.mustConnect(clientID(t, "other"), nil)
 	other.retain(topic+"/theirs", []byte("theirs"), 1, nil)
 	c.subscribeWith(1, nil, codec.Subscription{Filter: []byte(topic + "/#"), QoS: 1, NoLocal: true})
-	other.publishQoS1(topic+"/theirs", []byte("end"), 2)
-	got := c.readUntil("end")
+	got := c.collect(1)
 	if len(got) != 1 || string(got[0].Payload) != "theirs" {
 		var ps []string
 		for _, p := range got {
@@ -402,8 +401,67 @@ limits:
 	sub := dialRaw(t, b.addr, codec.Version5)
 	sub.mustConnect(clientID(t, "sub"), nil)
 	sub.mustSubscribe(1, topic+"/#", 0)
-	pub.publish(topic+"/end", []byte("end"), 0, 0)
-	if got := sub.readUntil("end"); len(got) != kept {
+	if got := sub.collect(kept); len(got) != kept {
 		t.Fatalf("%d retained values served, want the %d accepted before the refusal (refuse, never evict)", len(got), kept)
+	}
+}
+
+// TestRetainedQoS2ReleaseWithNoRoomIsRefusedWithDisconnect0x97: RFC 0003
+// "Exactly once" - a retained broadcast's release whose value the retained
+// store's provider has no room for is refused with DISCONNECT 0x97, the
+// message stays held, and the PUBREL sent again once there is room completes.
+func TestRetainedQoS2ReleaseWithNoRoomIsRefusedWithDisconnect0x97(t *testing.T) {
+	storage := `storage:
+  default: mem
+  default_retention_period: none
+  default_retention_bytes: none
+  providers:
+    mem:
+      type: memory
+      snapshot_dir: none
+    ret:
+      type: memory
+      snapshot_dir: none
+      max_bytes: 16KiB`
+	broker := `retained:
+  storage: ret
+limits:
+  max_message_size: 4KiB
+  max_connect_size: 4KiB
+  max_header_bytes: 1KiB
+  session_queue_bytes: 8KiB`
+	b := startSaguin(t, t.TempDir(), saguinYAML(storage, broker))
+	topic := uniq(t)
+	id := clientID(t, "q2")
+	c := dialRaw(t, b.addr, codec.Version5)
+	c.mustConnect(id, freshSession(300))
+	c.sendPublish(&codec.Publish{QoS: 2, PacketID: 5, Retain: true, Topic: []byte(topic + "/held"), Payload: make([]byte, 3000)})
+	if code := c.expectAck(codec.TypePubrec, 5); code != codec.Success {
+		t.Fatalf("PUBREC 0x%02x while the store had room", byte(code))
+	}
+	filler := dialRaw(t, b.addr, codec.Version5)
+	filler.mustConnect(clientID(t, "fill"), nil)
+	var filled []string
+	for i := 1; i <= 20; i++ {
+		tp := fmt.Sprintf("%s/fill/%02d", topic, i)
+		if filler.publishAs(&codec.Publish{Retain: true, Topic: []byte(tp), Payload: make([]byte, 3000)}, uint16(i)) == codec.QuotaExceeded {
+			break
+		}
+		filled = append(filled, tp)
+	}
+	if len(filled) == 20 {
+		t.Fatal("the retained store never filled")
+	}
+	c.sendAck(codec.TypePubrel, 5)
+	c.expectDisconnect(codec.QuotaExceeded)
+	// Make room, and finish the exchange on the resumed session.
+	filler.publishAs(&codec.Publish{Retain: true, Topic: []byte(filled[0])}, 30)
+	back := dialRaw(t, b.addr, codec.Version5)
+	if ack := back.mustConnect(id, session(300)); !ack.SessionPresent {
+		t.Fatal("Session Present 0: the held exchange went with the session")
+	}
+	back.sendAck(codec.TypePubrel, 5)
+	if code := back.expectAck(codec.TypePubcomp, 5); code != codec.Success {
+		t.Fatalf("PUBCOMP 0x%02x once there is room, want 0x00", byte(code))
 	}
 }

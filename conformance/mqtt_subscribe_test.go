@@ -378,3 +378,45 @@ func TestConnectCarryingAnUnknownSaguinPropertyIsRefused0x83(t *testing.T) {
 		t.Fatalf("CONNACK 0x%02x, want 0x83", byte(ack.ReasonCode))
 	}
 }
+
+// TestEveryMalformedFilterShapeIs0x8F: RFC 0002 SUBACK table, 0x8F row - a
+// string that is not a topic filter at all is refused on MQTT 5 with the
+// rest of the packet answered and the connection kept.
+func TestEveryMalformedFilterShapeIs0x8F(t *testing.T) {
+	saguinOnly(t, "MQTT lets a server close instead; RFC 0002 answers 0x8F on the SUBACK")
+	c := dialRaw(t, mqttTarget(t), codec.Version5)
+	c.mustConnect(clientID(t, "shapes"), nil)
+	shapes := []string{"a/b#", "a/#/b", "#/a", "a+", "+a/b", "a/b+/c", "a/++"}
+	subs := []codec.Subscription{{Filter: []byte("fine/" + uniq(t)), QoS: 1}}
+	for _, f := range shapes {
+		subs = append(subs, codec.Subscription{Filter: []byte(f), QoS: 1})
+	}
+	ack := c.subscribeWith(1, nil, subs...)
+	if len(ack.ReasonCodes) != len(subs) || ack.ReasonCodes[0] != codec.GrantedQoS1 {
+		t.Fatalf("SUBACK %v, want one code per filter, the first granted", ack.ReasonCodes)
+	}
+	for i, f := range shapes {
+		if ack.ReasonCodes[i+1] != codec.TopicFilterInvalid {
+			t.Errorf("%q: 0x%02x, want 0x8f", f, byte(ack.ReasonCodes[i+1]))
+		}
+	}
+	c.ping() // still connected
+}
+
+func TestMqttRetainedValueCarriesTheSubscriptionIdentifier(t *testing.T) {
+	addr := mqttTarget(t)
+	topic := uniq(t)
+	pub := dialRaw(t, addr, codec.Version5)
+	pub.mustConnect(clientID(t, "pub"), nil)
+	pub.retain(topic+"/a", []byte("v"), 1, nil)
+	sub := dialRaw(t, addr, codec.Version5)
+	sub.mustConnect(clientID(t, "sub"), nil)
+	sub.subscribeWith(1, func(p *codec.Properties) {
+		p.SubscriptionIDs = []uint32{77}
+		p.Present.Set(codec.PropSubscriptionID)
+	}, codec.Subscription{Filter: []byte(topic + "/#"), QoS: 1})
+	p := sub.expectPublish()
+	if !p.Retain || fmt.Sprint(p.Properties.SubscriptionIDs) != "[77]" {
+		t.Fatalf("retain %v Subscription Identifiers %v, want the retained value carrying [77] (MQTT-3.3.4-3)", p.Retain, p.Properties.SubscriptionIDs)
+	}
+}

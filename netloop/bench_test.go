@@ -23,7 +23,8 @@ import (
 // that both are measured by the same clients in the same run.
 var peerFlag = flag.String("peer", "", "host:port of another broker for the wire benchmarks")
 
-var benchLoops = 1
+// loopsFlag sets Options.EventLoops of the in-process broker; 0 is the default.
+var loopsFlag = flag.Int("loops", 0, "event loops for the in-process broker (0: netloop's default)")
 
 // benchAddr is the broker the wire benchmarks talk to: -peer, or Sagüin in
 // this process with a 64 MiB outbound bound per connection.
@@ -31,7 +32,7 @@ func benchAddr(b *testing.B) string {
 	if *peerFlag != "" {
 		return *peerFlag
 	}
-	return startServer(b, netloop.Options{SessionQueueBytes: 64 << 20, EventLoops: benchLoops}).Addr("tcp").String()
+	return startServer(b, netloop.Options{SessionQueueBytes: 64 << 20, EventLoops: *loopsFlag}).Addr("tcp").String()
 }
 
 // benchConn is a connected client with a buffered reader.
