@@ -59,6 +59,10 @@ type owedEntry struct {
 	// share is the shared group that handed it to this member, "" for none:
 	// it is sent under the member's shared subscription.
 	share string
+	// released: the client's PUBREC for this QoS 2 delivery is stored, under
+	// pid; only its PUBREL is owed.
+	released bool
+	pid      uint16
 }
 
 // markSent records that entry j was handed to the connection.
@@ -518,8 +522,36 @@ func (l *backlog) sendOne(s *session, c netloop.Client, e *store.BroadcastEntry,
 	if e.OwedTo != "" {
 		d.Retain = true // a retained value sent at SUBSCRIBE, sent again
 	}
+	if o := &s.owed.entries[j]; o.released {
+		d.QoS, d.PacketID, d.Released = 2, o.pid, true
+	}
 	s.owed.markSent(j)
 	c.Deliver(m, d)
+	return true
+}
+
+// Received implements netloop.AckHandler: the PUBREC of a QoS 2 delivery
+// from the log is stored in the session's window (released, under its
+// packet identifier) before the PUBREL goes, so a restart resumes the
+// exchange with the PUBREL and never sends the message again.
+func (b *Broker) Received(c netloop.Client, offset uint64, packetID uint16) bool {
+	sh := b.shard(c.ClientID())
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	s := sh.sessions[c.ClientID()]
+	if s == nil || s.client.Load() == nil || s.client.Load().c != c {
+		return false // taken over: the PUBREL is the new connection's to send
+	}
+	i := s.owed.find(offset)
+	if i < 0 || s.owed.entries[i].released {
+		return true
+	}
+	err := b.sessions.AddInFlight(s.id, []store.InFlight{{Offset: offset, PacketID: packetID, QoS: 2, Released: true}})
+	if err != nil {
+		b.storageFailed("storing a QoS 2 delivery's PUBREC", s.id, err)
+		return false
+	}
+	s.owed.entries[i].released, s.owed.entries[i].pid = true, packetID
 	return true
 }
 
@@ -555,6 +587,10 @@ func (b *Broker) Acked(c netloop.Client, offset uint64) {
 		return
 	}
 	if i := s.owed.find(offset); i >= 0 {
+		if e := s.owed.entries[i]; e.released {
+			// Its stored window entry goes with the cursor, at the next commit.
+			s.done = append(s.done, store.InFlightKey{PacketID: e.pid, Offset: e.offset})
+		}
 		b.bcast.drop(s, i)
 		b.bcast.pump(s, c) // the room it made is used at once
 	}
@@ -581,7 +617,9 @@ func (l *backlog) detach(s *session) {
 		}
 	}
 	s.owed.sentBytes = 0
-	if err := l.b.sessions.Ack(s.id, nil, l.cursor(s)); err != nil && !errors.Is(err, store.ErrNotFound) {
+	done := s.done
+	s.done = nil
+	if err := l.b.sessions.Ack(s.id, done, l.cursor(s)); err != nil && !errors.Is(err, store.ErrNotFound) {
 		l.b.storageFailed("storing a session's cursor", s.id, err)
 	}
 	l.mu.Lock()
@@ -634,9 +672,14 @@ func (l *backlog) commit() {
 			continue
 		}
 		cursor := l.cursor(s)
+		done := s.done
+		s.done = nil
 		sh.mu.Unlock()
-		if err := l.b.sessions.Ack(s.id, nil, cursor); err != nil && !errors.Is(err, store.ErrNotFound) {
+		if err := l.b.sessions.Ack(s.id, done, cursor); err != nil && !errors.Is(err, store.ErrNotFound) {
 			l.b.storageFailed("storing a session's cursor", s.id, err)
+			sh.mu.Lock()
+			s.done = append(s.done, done...)
+			sh.mu.Unlock()
 			l.markDirty(s)
 		}
 	}

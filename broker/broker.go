@@ -134,6 +134,9 @@ type session struct {
 	timer *time.Timer
 	// owed is what the session is owed from the broadcast log (backlog.go).
 	owed owedList
+	// done are the stored window entries of QoS 2 deliveries completed since
+	// the last commit, forgotten with the cursor's next write.
+	done []store.InFlightKey
 	// holds are its exactly-once publishes between PUBREC and PUBREL.
 	holds map[uint16]heldPublish
 	// quotaSaid: a max_subscriptions refusal was logged since the session

@@ -169,6 +169,19 @@ func (b *Broker) Restore() error {
 		b.bcast.mu.Unlock()
 		b.bcast.commit()
 	}
+	// A QoS 2 delivery whose PUBREC was stored resumes at its PUBREL.
+	for _, k := range restored {
+		window, err := b.sessions.InFlight(k.s.id)
+		if err != nil {
+			return fmt.Errorf("reading session %q's window: %w", k.s.id, err)
+		}
+		for _, f := range window {
+			if i := k.s.owed.find(f.Offset); i >= 0 && f.Released {
+				k.s.owed.entries[i].released, k.s.owed.entries[i].pid = true, f.PacketID
+				k.s.owed.entries[i].maybeSent = true
+			}
+		}
+	}
 	for _, k := range restored {
 		sh := b.shard(k.s.id)
 		sh.mu.Lock()

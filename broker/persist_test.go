@@ -21,6 +21,8 @@ type ackClient struct {
 	got     []string
 	offsets []uint64
 	retains []bool
+	rels    []bool   // only the PUBREL was owed
+	pids    []uint16 // the packet identifier asked for
 }
 
 func (f *ackClient) ClientID() string { return f.id }
@@ -31,6 +33,8 @@ func (f *ackClient) Deliver(m *netloop.Message, d netloop.Delivery) bool {
 	f.got = append(f.got, string(m.Payload))
 	f.offsets = append(f.offsets, d.Offset)
 	f.retains = append(f.retains, d.Retain)
+	f.rels = append(f.rels, d.Released)
+	f.pids = append(f.pids, d.PacketID)
 	return true
 }
 func (f *ackClient) Kick(codec.ReasonCode) {}
@@ -456,5 +460,35 @@ func TestConcurrentPublishersLeaveAnAwaySessionsOwedListInLogOrder(t *testing.T)
 	b.Close()
 	if n := st.sessions.Log().Len(); n != 0 {
 		t.Fatalf("%d acknowledged messages are still in the log: an acknowledgement missed its entry", n)
+	}
+}
+
+func TestQoS2DeliveryWhosePubrecWasStoredResumesWithItsPubrelAfterARestart(t *testing.T) {
+	st := newStores(t, 0)
+	b := st.broker(t, Options{})
+	c := &ackClient{id: "dev"}
+	connectAs(t, b, c, true, 60, nil)
+	b.Subscribe(c, []byte("t"), netloop.SubscribeOptions{QoS: 2})
+	pub := &ackClient{id: "p"}
+	connectAs(t, b, pub, true, 0, nil)
+	if code, _ := b.Publish(pub, &codec.Publish{QoS: 2, PacketID: 1, Topic: []byte("t"), Payload: []byte("once")}); code != codec.Success {
+		t.Fatalf("PUBREC 0x%02x", byte(code))
+	}
+	b.Release(pub, 1)
+	c.waitPayloads(t, "once")
+	if !b.Received(c, c.offsets[0], c.pids[0]) {
+		t.Fatal("the PUBREC was not stored")
+	}
+	b = st.restart(t, b, Options{})
+	back := &ackClient{id: "dev"}
+	connectAs(t, b, back, false, 60, nil)
+	back.waitPayloads(t, "once")
+	if !back.rels[0] || back.pids[0] != c.pids[0] {
+		t.Fatalf("resumed with released %v under %d, want only the PUBREL under %d", back.rels[0], back.pids[0], c.pids[0])
+	}
+	b.Acked(back, back.offsets[0]) // PUBCOMP
+	b.Close()
+	if w, _ := st.sessions.InFlight("dev"); len(w) != 0 {
+		t.Fatalf("the completed exchange is still in the stored window: %+v", w)
 	}
 }

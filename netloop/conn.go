@@ -478,7 +478,7 @@ func (c *Conn) encode(sc *scratch, e outEntry, version byte) {
 		// A resumed QoS 2 exchange the client already has: only its PUBREL.
 		id := c.takePacketID(e.pid)
 		size := e.msg.Size()
-		c.inflight[id] = inflight{size: size, qos: 2, released: true, msg: e.msg, retain: e.retain, subIDs: e.subIDs, share: e.share, seq: e.seq}
+		c.inflight[id] = inflight{size: size, qos: 2, released: true, offset: e.offset, msg: e.msg, retain: e.retain, subIDs: e.subIDs, share: e.share, seq: e.seq}
 		c.onWire.Store(int32(len(c.inflight)))
 		c.inflightBytes += size
 		c.appendAck(sc, codec.TypePubrel, id, codec.Success)

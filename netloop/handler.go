@@ -68,11 +68,16 @@ type ExactlyOnce interface {
 	Release(c Client, packetID uint16) (codec.ReasonCode, string)
 }
 
-// AckHandler is implemented by a handler that wants to know when a delivery
-// it numbered (Delivery.Offset) is finished by the client: PUBACK at QoS 1,
-// PUBREC at QoS 2 (the message has reached the client). It runs on the
-// connection's loop and must not block.
+// AckHandler is implemented by a handler that wants to know how a delivery
+// it numbered (Delivery.Offset) goes. Both run on the connection's loop.
 type AckHandler interface {
+	// Received is a QoS 2 delivery's PUBREC: the client has the message. The
+	// PUBREL is sent only once it returns true - the handler has stored that
+	// the exchange is at PUBREL, so a restart resumes it there and never
+	// sends the message again; false ends the connection with 0x80 and no
+	// PUBREL (RFC 0003 "Outbound QoS 2").
+	Received(c Client, offset uint64, packetID uint16) bool
+	// Acked is the end of the exchange: PUBACK at QoS 1, PUBCOMP at QoS 2.
 	Acked(c Client, offset uint64)
 }
 

@@ -161,8 +161,13 @@ func (c *Conn) onAck(a *codec.Ack, sc *scratch) {
 		case a.ReasonCode.IsError():
 			c.settle(a.PacketID, f) // the client refused the message: the exchange ends
 		default:
-			c.reportAcked(f)
-			f.released, f.offset = true, 0
+			if h, numbered := c.srv.opts.Handler.(AckHandler); numbered && f.offset != 0 && !h.Received(c, f.offset, a.PacketID) {
+				c.logWarn("disconnected: the PUBREC of a delivery could not be stored", "packet_id", a.PacketID)
+				c.flushScratch(sc)
+				c.end(codec.UnspecifiedError, true, false)
+				return
+			}
+			f.released = true
 			c.inflight[a.PacketID] = f
 			c.appendAck(sc, codec.TypePubrel, a.PacketID, codec.Success)
 		}
@@ -202,8 +207,8 @@ func (c *Conn) settle(id uint16, f inflight) {
 	c.reportAcked(f)
 }
 
-// reportAcked tells a handler that numbered the delivery that the client has
-// it, once: a QoS 2 delivery reports at its PUBREC and not again at PUBCOMP.
+// reportAcked tells a handler that numbered the delivery that its exchange
+// ended (PUBACK, PUBCOMP, or a PUBREC refusing it).
 func (c *Conn) reportAcked(f inflight) {
 	if f.offset == 0 {
 		return
