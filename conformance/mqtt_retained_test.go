@@ -378,7 +378,10 @@ limits:
   max_message_size: 4KiB
   max_connect_size: 4KiB
   max_header_bytes: 1KiB
-  session_queue_bytes: 8KiB`
+  session_queue_bytes: 256KiB`
+	// session_queue_bytes is roomy so that every accepted value fits the
+	// subscriber's queue at once: the bound under test is the retained
+	// store's provider, not the subscriber's.
 	b := startSaguin(t, t.TempDir(), saguinYAML(storage, broker))
 	topic := uniq(t)
 	pub := dialRaw(t, b.addr, codec.Version5)
