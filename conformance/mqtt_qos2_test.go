@@ -227,3 +227,31 @@ func TestMqttOutboundQoS2NotYetReceivedIsResentAsPublishWithDup(t *testing.T) {
 		}
 	})
 }
+
+// TestRetainedQoS2ValueIsStoredAtItsRelease: RFC 0003 "Exactly once" - the
+// retained value of a QoS 2 broadcast is stored at release, so no subscriber
+// is served the retained value of a never-released publish.
+func TestRetainedQoS2ValueIsStoredAtItsRelease(t *testing.T) {
+	saguinOnly(t, "MQTT lets a server store at PUBLISH; RFC 0003 stores at PUBREL")
+	addr := mqttTarget(t)
+	topic := uniq(t)
+	pub := dialRaw(t, addr, codec.Version5)
+	pub.mustConnect(clientID(t, "pub"), nil)
+	pub.sendPublish(&codec.Publish{QoS: 2, PacketID: 3, Retain: true, Topic: []byte(topic + "/a"), Payload: []byte("held")})
+	pub.expectAck(codec.TypePubrec, 3)
+	early := dialRaw(t, addr, codec.Version5)
+	early.mustConnect(clientID(t, "early"), nil)
+	early.mustSubscribe(1, topic+"/#", 1)
+	early.expectNothing("the retained value of a publish not yet released")
+	pub.sendAck(codec.TypePubrel, 3)
+	pub.expectAck(codec.TypePubcomp, 3)
+	if p := early.expectPublish(); string(p.Payload) != "held" || p.Retain {
+		t.Fatalf("the early subscriber got %q retain %v, want the live delivery at release", p.Payload, p.Retain)
+	}
+	late := dialRaw(t, addr, codec.Version5)
+	late.mustConnect(clientID(t, "late"), nil)
+	late.mustSubscribe(1, topic+"/#", 1)
+	if p := late.expectPublish(); string(p.Payload) != "held" || !p.Retain {
+		t.Fatalf("the late subscriber got %q retain %v, want the retained value", p.Payload, p.Retain)
+	}
+}

@@ -331,3 +331,41 @@ func TestRestartAfterKill9ResumesAnOutboundQoS2ExchangeWithPubrel(t *testing.T) 
 		t.Fatalf("after the restart got %s, want the PUBREL for %d and never the message again", h.Type, p.PacketID)
 	}
 }
+
+// TestSessionThatExpiredWhileStoppedEndsAtStart: RFC 0003 "Sessions" - a
+// session whose expiry passed while the broker was down is ended at start.
+func TestSessionThatExpiredWhileStoppedEndsAtStart(t *testing.T) {
+	r := newRestartable(t, sqliteStorage, "")
+	id := clientID(t, "brief")
+	c := dialRaw(t, r.addr(), codec.Version5)
+	c.mustConnect(id, freshSession(1))
+	c.disconnect()
+	r.b.kill9()
+	<-time.After(2 * time.Second) // the expiry passes while nothing runs
+	r.b = startSaguin(t, r.dir, r.yaml)
+	back := dialRaw(t, r.addr(), codec.Version5)
+	if ack := back.mustConnect(id, session(300)); ack.SessionPresent {
+		t.Fatal("Session Present 1 for a session that expired while the broker was down")
+	}
+}
+
+// TestWillOfAClientConnectedAtAStopIsPublishedWhenItsSessionExpires: RFC
+// 0003 "Last Will - Restart behaviour": a client connected when the broker
+// stopped keeps its Will with no due moment, and it is published when its
+// session expires at the running broker.
+func TestWillOfAClientConnectedAtAStopIsPublishedWhenItsSessionExpires(t *testing.T) {
+	r := newRestartable(t, snapshotStorage, "")
+	topic := uniq(t)
+	subID := awaySubscriber(t, r.addr(), topic+"/#")
+	dev := dialRaw(t, r.addr(), codec.Version5)
+	dev.mustConnect(clientID(t, "dev"), both(freshSession(4), will(topic+"/status", "expired", 1, false, 0)))
+	r.restart()
+	w := dialRaw(t, r.addr(), codec.Version5)
+	if ack := w.mustConnect(subID, session(300)); !ack.SessionPresent {
+		t.Fatal("Session Present 0 for the subscriber after SIGTERM with a snapshot")
+	}
+	w.quietFor(time.Second, "a Will published by the stop (a broker stopping is not a device dying)")
+	if p := w.expectPublishWithin(8 * time.Second); string(p.Payload) != "expired" {
+		t.Fatalf("got %q, want the Will once the device's four-second session expired", p.Payload)
+	}
+}

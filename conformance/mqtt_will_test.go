@@ -307,3 +307,23 @@ func TestRefusedConnectTouchesNothing(t *testing.T) {
 		t.Fatalf("the owner got %q, want it still connected and subscribed", p.Payload)
 	}
 }
+
+// TestWillIsDueAtTheGrantedSessionExpiryNotTheRequested: RFC 0003 "Last
+// Will" - a session shorter than the delay makes the Will due at session
+// end, using the granted expiry (limits.max_session_expiry caps it).
+func TestWillIsDueAtTheGrantedSessionExpiryNotTheRequested(t *testing.T) {
+	saguinOnly(t, "limits.max_session_expiry is Sagüin's key")
+	b := startBroker(t, brokerConfig{Limits: "max_session_expiry: 2s"})
+	topic := uniq(t)
+	w := watcher(t, b.addr, codec.Version5, topic+"/#")
+	c := dialRaw(t, b.addr, codec.Version5)
+	ack := c.mustConnect(clientID(t, "dev"), both(freshSession(3600), will(topic+"/status", "capped", 1, false, 3600)))
+	if ack.Properties.SessionExpiry != 2 {
+		t.Fatalf("granted Session Expiry %d, want 2", ack.Properties.SessionExpiry)
+	}
+	c.drop()
+	w.quietFor(time.Second, "a Will inside the granted two seconds")
+	if p := w.expectPublishWithin(5 * time.Second); string(p.Payload) != "capped" {
+		t.Fatalf("got %q, want the Will at the granted expiry", p.Payload)
+	}
+}
