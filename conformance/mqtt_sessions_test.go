@@ -226,21 +226,23 @@ func TestMqttTakeoverOfAKeptSessionResumesIt(t *testing.T) {
 // connection is told Session Present 0 whatever its Clean Start says (RFC
 // 0003 "Sessions"; MQTT 5 3.1.2.11.2 with Session Expiry 0).
 func TestMqttTakeoverOfAConnectionBoundSessionStartsAFreshOne(t *testing.T) {
-	addr := mqttTarget(t)
-	topic := uniq(t)
-	id := clientID(t, "bound")
-	old := dialRaw(t, addr, codec.Version5)
-	old.mustConnect(id, nil) // Clean Start 1, no Session Expiry Interval
-	old.mustSubscribe(1, topic+"/#", 1)
-	newer := dialRaw(t, addr, codec.Version5)
-	if ack := newer.mustConnect(id, session(60)); ack.SessionPresent {
-		t.Fatal("Session Present 1 for a session that ended with the connection it took over")
-	}
-	old.expectClosed()
-	pub := dialRaw(t, addr, codec.Version5)
-	pub.mustConnect(clientID(t, "pub"), nil)
-	pub.publishQoS1(topic+"/x", []byte("no"), 1)
-	newer.expectNothing("a subscription of the ended session")
+	versions(t, func(t *testing.T, v byte) {
+		addr := mqttTarget(t)
+		topic := uniq(t)
+		id := clientID(t, "bound")
+		old := dialRaw(t, addr, v)
+		old.mustConnect(id, nil) // Clean Start 1 and no Session Expiry / cleanSession 1
+		old.mustSubscribe(1, topic+"/#", 1)
+		newer := dialRaw(t, addr, v)
+		if ack := newer.mustConnect(id, session(60)); ack.SessionPresent {
+			t.Fatal("Session Present 1 for a session that ended with the connection it took over")
+		}
+		old.expectClosed()
+		pub := dialRaw(t, addr, v)
+		pub.mustConnect(clientID(t, "pub"), nil)
+		pub.publishQoS1(topic+"/x", []byte("no"), 1)
+		newer.expectNothing("a subscription of the ended session")
+	})
 }
 
 func TestSessionExpiryIsCappedAtMaxSessionExpiryAndTheClientIsTold(t *testing.T) {

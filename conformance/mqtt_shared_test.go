@@ -274,3 +274,59 @@ func TestSharedMemberTheMessageIsTooLargeForIsPassedOver(t *testing.T) {
 	}
 	small.expectNothing("a message over the member's Maximum Packet Size") // and still connected
 }
+
+// TestSharedBacklogIsServedBeforeNewDeliveries: RFC 0003 "Broadcast" - while
+// a group holds a backlog a new delivery joins its back, even when a member
+// could take it now (publisher order, MQTT-4.6.0-6).
+func TestSharedBacklogIsServedBeforeNewDeliveries(t *testing.T) {
+	saguinOnly(t, "the shared-group backlog is RFC 0003's")
+	addr := mqttTarget(t)
+	topic := uniq(t)
+	away := member(t, addr, clientID(t, "away"), "g", topic+"/#", 1, freshSession(300))
+	away.disconnect()
+	pub := dialRaw(t, addr, codec.Version5)
+	pub.mustConnect(clientID(t, "pub"), nil)
+	pub.publishQoS1(topic+"/x", []byte("1"), 1)
+	pub.publishQoS1(topic+"/x", []byte("2"), 2)
+	joined := member(t, addr, clientID(t, "joined"), "g", topic+"/#", 1, nil)
+	pub.publishQoS1(topic+"/x", []byte("3"), 3)
+	var got string
+	for len(got) < 3 {
+		p := joined.expectPublish()
+		got += string(p.Payload)
+		joined.ackDelivery(p)
+	}
+	if got != "123" {
+		t.Fatalf("the joining member got %q, want the backlog first: 123", got)
+	}
+}
+
+// TestSharedMemberAwayIsNotGivenTheGroupsShare: RFC 0002 "Shared
+// subscriptions" - a member whose client is away is not given the group's
+// share to hold while another member is connected.
+func TestSharedMemberAwayIsNotGivenTheGroupsShare(t *testing.T) {
+	saguinOnly(t, "MQTT leaves member choice to the server; RFC 0002 sets it")
+	addr := mqttTarget(t)
+	topic := uniq(t)
+	awayID := clientID(t, "away")
+	away := member(t, addr, awayID, "g", topic+"/#", 1, freshSession(300))
+	away.disconnect()
+	here := member(t, addr, clientID(t, "here"), "g", topic+"/#", 1, nil)
+	pub := dialRaw(t, addr, codec.Version5)
+	pub.mustConnect(clientID(t, "pub"), nil)
+	for i := 1; i <= 4; i++ {
+		pub.publishQoS1(topic+"/x", []byte{byte('0' + i)}, uint16(i))
+	}
+	for i := 1; i <= 4; i++ {
+		p := here.expectPublish()
+		here.ackDelivery(p)
+	}
+	back := dialRaw(t, addr, codec.Version5)
+	back.mustConnect(awayID, session(300))
+	pub.publishQoS1(topic+"/y", []byte("end"), 5) // a turn for whichever member is next
+	for _, p := range back.collect(0) {
+		if string(p.Payload) != "end" {
+			t.Fatalf("the returning member was given %q, held for it while it was away", p.Payload)
+		}
+	}
+}
