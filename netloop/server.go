@@ -182,13 +182,14 @@ func (s *Server) overflow(l *listener, nc net.Conn, w *waiter, arrivedAt time.Ti
 
 // enroll hands an admitted socket to the event loops with a fresh Conn.
 func (s *Server) enroll(l *listener, nc net.Conn, arrivedAt time.Time) {
-	t := &gnetTransport{remote: nc.RemoteAddr().String()}
-	c := newConn(s, t, l.door.Name, arrivedAt)
-	t.conn = c
+	g := &gnetConn{}
+	c, t := &g.c, &g.t
+	t.remote = nc.RemoteAddr().String()
+	c.init(s, t, l.door.Name, arrivedAt)
 	s.mu.Lock()
 	s.conns[c] = struct{}{}
 	s.mu.Unlock()
-	gc, err := s.loop.EnrollContext(nc, t)
+	gc, err := s.loop.EnrollContext(nc, g)
 	if err != nil {
 		s.log.Error("handing a connection to the event loop failed", "listener", l.door.Name, "error", err)
 		nc.Close()
