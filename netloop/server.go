@@ -75,7 +75,11 @@ func (s *Server) Start() error {
 	cli, err := gnet.NewClient(&events{s: s},
 		gnet.WithMulticore(true),
 		gnet.WithNumEventLoop(s.opts.EventLoops),
-		gnet.WithTCPNoDelay(gnet.TCPNoDelay),
+		// Not a change of Nagle: Go's Accept has already set TCP_NODELAY on
+		// the socket gnet is handed (net.newTCPConn does, always), and the
+		// descriptor gnet dups shares it. gnet.TCPNoDelay would only set it
+		// a second time, one setsockopt more on every accepted connection.
+		gnet.WithTCPNoDelay(gnet.TCPDelay),
 		gnet.WithLogger(gnetLogger{s.log}),
 	)
 	if err == nil {
