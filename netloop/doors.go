@@ -1,6 +1,7 @@
 package netloop
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -18,6 +19,34 @@ type listener struct {
 	lock *os.File // unix only; nil for tcp and abstract names
 }
 
+// tcpListenConfig gives accepted TCP sockets the keepalive Go's Accept gives
+// by default (probes after 15 s idle, every 15 s, 9 of them) by setting it once
+// on the listening socket, which Linux copies to every socket it accepts,
+// rather than with four setsockopt calls after each Accept (KeepAlive -1
+// turns those off).
+var tcpListenConfig = net.ListenConfig{
+	KeepAlive: -1,
+	Control: func(_, _ string, rc syscall.RawConn) error {
+		var serr error
+		err := rc.Control(func(fd uintptr) {
+			for _, o := range [...]struct{ level, opt, v int }{
+				{syscall.SOL_SOCKET, syscall.SO_KEEPALIVE, 1},
+				{syscall.IPPROTO_TCP, syscall.TCP_KEEPIDLE, 15},
+				{syscall.IPPROTO_TCP, syscall.TCP_KEEPINTVL, 15},
+				{syscall.IPPROTO_TCP, syscall.TCP_KEEPCNT, 9},
+			} {
+				if serr == nil {
+					serr = syscall.SetsockoptInt(int(fd), o.level, o.opt, o.v)
+				}
+			}
+		})
+		if err != nil {
+			return err
+		}
+		return serr
+	},
+}
+
 // openDoor binds one door. A unix door follows RFC 0002 Validation: the path
 // is held by <path>.lock for as long as the broker runs; a socket left behind
 // by a broker that is gone is replaced, a socket whose lock is held refuses
@@ -25,7 +54,7 @@ type listener struct {
 func openDoor(d Door) (*listener, error) {
 	switch d.Kind {
 	case KindTCP:
-		ln, err := net.Listen("tcp", d.Address)
+		ln, err := tcpListenConfig.Listen(context.Background(), "tcp", d.Address)
 		if err != nil {
 			return nil, fmt.Errorf("listener %s: %w", d.Name, err)
 		}
