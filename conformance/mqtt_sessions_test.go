@@ -300,3 +300,64 @@ func TestMqttTakeoverCarriesUnacknowledgedDeliveriesToTheNewConnection(t *testin
 		}
 	})
 }
+
+func TestMqttResumedDeliveriesStayInsideTheReceiveMaximum(t *testing.T) {
+	addr := mqttTarget(t)
+	topic := uniq(t)
+	id := clientID(t, "win")
+	c := dialRaw(t, addr, codec.Version5)
+	c.mustConnect(id, freshSession(60))
+	c.mustSubscribe(1, topic+"/#", 1)
+	c.disconnect()
+	pub := dialRaw(t, addr, codec.Version5)
+	pub.mustConnect(clientID(t, "pub"), nil)
+	for i := 1; i <= 6; i++ {
+		pub.publishQoS1(topic+"/x", []byte{byte('0' + i)}, uint16(i))
+	}
+	back := dialRaw(t, addr, codec.Version5)
+	back.mustConnect(id, both(session(60), func(p *codec.Connect) {
+		p.Properties.ReceiveMaximum = 2
+		p.Properties.Present.Set(codec.PropReceiveMaximum)
+	}))
+	first := back.expectPublish()
+	back.expectPublish()
+	if extra := back.ping(); len(extra) != 0 {
+		t.Fatalf("%d more deliveries with two unacknowledged under Receive Maximum 2 (MQTT-3.3.4-9)", len(extra))
+	}
+	back.ackDelivery(first)
+	if p := back.expectPublish(); p.Payload[0] != '3' {
+		t.Fatalf("after one acknowledgement got %q, want the third in order", p.Payload)
+	}
+}
+
+func TestMqttPubrecWithAnErrorCodeEndsTheOutboundExchange(t *testing.T) {
+	addr := mqttTarget(t)
+	topic := uniq(t)
+	sub := dialRaw(t, addr, codec.Version5)
+	sub.mustConnect(clientID(t, "sub"), nil)
+	sub.mustSubscribe(1, topic+"/#", 2)
+	pub := dialRaw(t, addr, codec.Version5)
+	pub.mustConnect(clientID(t, "pub"), nil)
+	pub.publishQoS2(topic+"/x", []byte("refused"), 1)
+	p := sub.expectPublish()
+	sub.send((&codec.Ack{Type: codec.TypePubrec, PacketID: p.PacketID, ReasonCode: codec.UnspecifiedError}).Append(nil, codec.Version5))
+	pub.publishQoS2(topic+"/x", []byte("next"), 2)
+	h, body := sub.read()
+	if h.Type != codec.TypePublish {
+		t.Fatalf("got %s after a PUBREC 0x80, want no PUBREL: the exchange ended (MQTT 5 4.3.3)", h.Type)
+	}
+	var next codec.Publish
+	if err := next.Decode(h, body, codec.Version5); err != nil || string(next.Payload) != "next" {
+		t.Fatalf("got %q %v, want the next message", next.Payload, err)
+	}
+}
+
+func TestSessionExpiryThatNeverEndsIsCappedAtThirtyDaysByDefault(t *testing.T) {
+	saguinOnly(t, "limits.max_session_expiry's default is Sagüin's")
+	c := dialRaw(t, mqttTarget(t), codec.Version5)
+	ack := c.mustConnect(clientID(t, "forever"), freshSession(0xFFFFFFFF))
+	if !ack.Properties.Present.Has(codec.PropSessionExpiry) || ack.Properties.SessionExpiry != 30*24*3600 {
+		t.Fatalf("CONNACK Session Expiry %d (present %v), want 2592000: a session that never expires is capped and the client told",
+			ack.Properties.SessionExpiry, ack.Properties.Present.Has(codec.PropSessionExpiry))
+	}
+}
