@@ -168,6 +168,14 @@ func startBrokerIn(t testing.TB, dir string, cfg brokerConfig) *brokerProc {
 	if err := os.WriteFile(path, []byte(cfg.yaml(dir)), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	return launch(t, dir, path)
+}
+
+// launch runs saguin --config path (dir is its working files) and waits for
+// it to say it started and where it listens; the process is killed when the
+// test ends and its output logged if the test failed.
+func launch(t testing.TB, dir, path string) *brokerProc {
+	t.Helper()
 	b := &brokerProc{t: t, dir: dir, log: &logLines{grow: make(chan struct{})}, done: make(chan struct{})}
 	b.cmd = exec.Command(binPath, "--config", path)
 	stdout, err := b.cmd.StdoutPipe()
@@ -198,8 +206,12 @@ func startBrokerIn(t testing.TB, dir string, cfg brokerConfig) *brokerProc {
 	})
 	line := b.log.wait(regexp.MustCompile(`msg="broker started"|msg="cannot`), 15*time.Second)
 	if !strings.Contains(line, "broker started") {
-		<-time.After(100 * time.Millisecond)
-		t.Fatalf("broker did not start: %s\nstderr: %s", line, stderr.String())
+		// A refused start is on its way out: let it finish writing.
+		select {
+		case <-b.done:
+		case <-time.After(time.Second):
+		}
+		t.Fatalf("broker did not start: %s\noutput:\n%s\nstderr: %s", line, b.log, stderr.String())
 	}
 	if m := listeningRE.FindStringSubmatch(b.log.wait(listeningRE, time.Second)); m != nil {
 		b.addr = m[2]

@@ -15,14 +15,12 @@ package conformance
 // or -broker.
 
 import (
-	"bufio"
 	"bytes"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -202,41 +200,7 @@ func startSaguin(t testing.TB, dir, yaml string) *brokerProc {
 	if err := os.WriteFile(path, []byte(strings.ReplaceAll(yaml, "$DIR", dir)), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	b := &brokerProc{t: t, dir: dir, log: &logLines{grow: make(chan struct{})}, done: make(chan struct{})}
-	b.cmd = exec.Command(binPath, "--config", path)
-	stdout, err := b.cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var stderr bytes.Buffer
-	b.cmd.Stderr = &stderr
-	if err := b.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		sc.Buffer(make([]byte, 64<<10), 1<<20)
-		for sc.Scan() {
-			b.log.add(sc.Text())
-		}
-		io.Copy(io.Discard, stdout)
-		b.err = b.cmd.Wait()
-		close(b.done)
-	}()
-	t.Cleanup(func() {
-		b.cmd.Process.Kill()
-		<-b.done
-		if t.Failed() {
-			t.Logf("broker output:\n%s\nstderr:\n%s", b.log, stderr.String())
-		}
-	})
-	line := b.log.wait(regexp.MustCompile(`msg="broker started"|msg="cannot`), 15*time.Second)
-	if !strings.Contains(line, "broker started") {
-		t.Fatalf("broker did not start: %s\noutput:\n%s\nstderr: %s", line, b.log, stderr.String())
-	}
-	if m := listeningRE.FindStringSubmatch(b.log.wait(listeningRE, time.Second)); m != nil {
-		b.addr = m[2]
-	}
+	b := launch(t, dir, path)
 	if b.addr == "" {
 		t.Fatalf("no listening line:\n%s", b.log)
 	}
