@@ -503,3 +503,19 @@ func (c *raw) collect(n int) []*codec.Publish {
 	}
 	return append(got, c.ping()...)
 }
+
+// keptSubscriber connects a session kept 60 s after its connection, named
+// from prefix, subscribed to topic/# at qos on the broker under test, and a
+// publisher beside it: the opening of every resume test.
+func keptSubscriber(t *testing.T, v byte, prefix string, qos byte) (addr, topic, id string, sub, pub *raw) {
+	t.Helper()
+	addr = mqttTarget(t)
+	topic = uniq(t)
+	id = clientID(t, prefix)
+	sub = dialRaw(t, addr, v)
+	sub.mustConnect(id, freshSession(60))
+	sub.mustSubscribe(1, topic+"/#", qos)
+	pub = dialRaw(t, addr, v)
+	pub.mustConnect(clientID(t, "pub"), nil)
+	return addr, topic, id, sub, pub
+}

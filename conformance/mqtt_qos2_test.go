@@ -178,14 +178,7 @@ func TestQoS2HeldPastExpiresAfterIsDroppedAndItsPubrelAnswered0x92(t *testing.T)
 
 func TestMqttOutboundQoS2AwaitingPubcompIsResumedWithPubrel(t *testing.T) {
 	versions(t, func(t *testing.T, v byte) {
-		addr := mqttTarget(t)
-		topic := uniq(t)
-		id := clientID(t, "sub")
-		sub := dialRaw(t, addr, v)
-		sub.mustConnect(id, freshSession(60))
-		sub.mustSubscribe(1, topic+"/#", 2)
-		pub := dialRaw(t, addr, v)
-		pub.mustConnect(clientID(t, "pub"), nil)
+		addr, topic, id, sub, pub := keptSubscriber(t, v, "sub", 2)
 		pub.publishQoS2(topic+"/x", []byte("x"), 1)
 		p := sub.expectPublish()
 		sub.sendAck(codec.TypePubrec, p.PacketID)
@@ -208,14 +201,7 @@ func TestMqttOutboundQoS2AwaitingPubcompIsResumedWithPubrel(t *testing.T) {
 
 func TestMqttOutboundQoS2NotYetReceivedIsResentAsPublishWithDup(t *testing.T) {
 	versions(t, func(t *testing.T, v byte) {
-		addr := mqttTarget(t)
-		topic := uniq(t)
-		id := clientID(t, "sub")
-		sub := dialRaw(t, addr, v)
-		sub.mustConnect(id, freshSession(60))
-		sub.mustSubscribe(1, topic+"/#", 2)
-		pub := dialRaw(t, addr, v)
-		pub.mustConnect(clientID(t, "pub"), nil)
+		addr, topic, id, sub, pub := keptSubscriber(t, v, "sub", 2)
 		pub.publishQoS2(topic+"/x", []byte("x2"), 1)
 		p := sub.expectPublish()
 		sub.drop() // no PUBREC

@@ -120,14 +120,7 @@ func TestMqttQoS0PublishedWhileAwayIsNotKept(t *testing.T) {
 
 func TestMqttUnacknowledgedQoS1IsResentWithDupUnderItsPacketIdentifier(t *testing.T) {
 	versions(t, func(t *testing.T, v byte) {
-		addr := mqttTarget(t)
-		topic := uniq(t)
-		id := clientID(t, "dup")
-		c := dialRaw(t, addr, v)
-		c.mustConnect(id, freshSession(60))
-		c.mustSubscribe(1, topic+"/#", 1)
-		pub := dialRaw(t, addr, v)
-		pub.mustConnect(clientID(t, "pub"), nil)
+		addr, topic, id, c, pub := keptSubscriber(t, v, "dup", 1)
 		pub.publishQoS1(topic+"/x", []byte("again"), 1)
 		first := c.expectPublish()
 		if first.Dup {
@@ -149,14 +142,7 @@ func TestMqttUnacknowledgedQoS1IsResentWithDupUnderItsPacketIdentifier(t *testin
 
 func TestMqttAcknowledgedQoS1IsNotResentOnResume(t *testing.T) {
 	versions(t, func(t *testing.T, v byte) {
-		addr := mqttTarget(t)
-		topic := uniq(t)
-		id := clientID(t, "acked")
-		c := dialRaw(t, addr, v)
-		c.mustConnect(id, freshSession(60))
-		c.mustSubscribe(1, topic+"/#", 1)
-		pub := dialRaw(t, addr, v)
-		pub.mustConnect(clientID(t, "pub"), nil)
+		addr, topic, id, c, pub := keptSubscriber(t, v, "acked", 1)
 		pub.publishQoS1(topic+"/x", []byte("once"), 1)
 		p := c.expectPublish()
 		c.ackDelivery(p)
@@ -280,14 +266,7 @@ func TestMqttClientWithEmptyIDIsAssignedOne(t *testing.T) {
 
 func TestMqttTakeoverCarriesUnacknowledgedDeliveriesToTheNewConnection(t *testing.T) {
 	versions(t, func(t *testing.T, v byte) {
-		addr := mqttTarget(t)
-		topic := uniq(t)
-		id := clientID(t, "take")
-		old := dialRaw(t, addr, v)
-		old.mustConnect(id, freshSession(60))
-		old.mustSubscribe(1, topic+"/#", 1)
-		pub := dialRaw(t, addr, v)
-		pub.mustConnect(clientID(t, "pub"), nil)
+		addr, topic, id, old, pub := keptSubscriber(t, v, "take", 1)
 		pub.publishQoS1(topic+"/x", []byte("in flight"), 1)
 		first := old.expectPublish() // not acknowledged
 		newer := dialRaw(t, addr, v)
