@@ -161,7 +161,8 @@ func (pc *pendingCall) answer(sc *scratch) {
 // out; a door calls it before OnData, with what it holds unread, and feeds
 // OnData only when it answers false. A call that has returned is answered
 // here first. Past the bound on what a waiting connection may send
-// (waitingInputFloor) the connection ends.
+// (waitingInputFloor) the connection ends; an ending connection is never
+// waiting, so that what its client still sends is discarded.
 func (c *Conn) Waiting(buffered int) bool {
 	if c.call == nil {
 		return false
@@ -170,15 +171,19 @@ func (c *Conn) Waiting(buffered int) bool {
 	answered := c.answerCall(sc)
 	c.flushScratch(sc)
 	scratchPool.Put(sc)
-	if answered {
+	if answered || c.state.Load() == stateEnding {
 		return false
 	}
 	if buffered > 0 {
 		c.lastRead.Store(c.srv.now.Load())
 	}
-	if limit := max(waitingInputFloor, c.srv.opts.MaxMessageSize); buffered > limit && c.state.Load() != stateEnding {
+	if limit := max(waitingInputFloor, c.srv.opts.MaxMessageSize); buffered > limit {
 		c.logWarn("disconnected: sent more than the bound while a packet waited on storage", "buffered", buffered, "limit", limit)
+		// The client is still sending: drain its input rather than answer
+		// it with a reset that could destroy the DISCONNECT.
+		c.lingering = true
 		c.endWith(codec.QuotaExceeded, "more input than the broker holds while a packet waits on storage", c.state.Load() == stateConnected, false)
+		return false
 	}
 	return true
 }

@@ -226,7 +226,10 @@ func (c *Conn) tick(now int64) {
 func (c *Conn) OnWake() {
 	c.woken.Store(false)
 	if c.call != nil {
-		if c.Waiting(0) {
+		c.Waiting(0)
+		if c.call == nil {
+			c.wake() // answered: the input the call held back is read at the next turn
+		} else if c.state.Load() != stateEnding {
 			// What others asked waits for the call, so that the end never
 			// runs beside it; deliveries still flow.
 			if c.state.Load() == stateConnected {
@@ -234,7 +237,6 @@ func (c *Conn) OnWake() {
 			}
 			return
 		}
-		c.wake() // the input the call held back is read at the next turn
 	}
 	a := c.action.Swap(actNone)
 	if a == actLingerEnd {
@@ -278,6 +280,9 @@ func (c *Conn) OnWake() {
 func (c *Conn) OnData(buf []byte) int {
 	if c.Waiting(len(buf)) {
 		return 0
+	}
+	if c.state.Load() == stateEnding {
+		return len(buf) // nothing more is read from an ending connection
 	}
 	now := c.srv.now.Load()
 	c.lastRead.Store(now)

@@ -73,6 +73,10 @@ func brokerOptions(cfg *config.Config, st *storage, log *slog.Logger) broker.Opt
 		ShareExpiresAfter: cfg.Broker.Share.ExpiresAfter,
 		Sessions:          st.sessions,
 		Retained:          st.retained,
-		Logger:            log,
+		// A sqlite provider waits for a commit: what a client waits on
+		// there is written off the event loop (netloop.StoreWaiter).
+		SessionsWaitOnDisk: st.sessionsOnDisk,
+		RetainedWaitOnDisk: st.retainedOnDisk,
+		Logger:             log,
 	}
 }
