@@ -1,6 +1,7 @@
 package netloop
 
 import (
+	"math"
 	"sync/atomic"
 
 	"saguin/codec"
@@ -43,6 +44,12 @@ type pendingCall struct {
 	c     *Conn
 	state atomic.Int32
 	kind  Call
+	// flushLimit: deliveries queued after this position in the
+	// connection's queue wait for the answer. A SUBSCRIBE's retained values
+	// are queued by its own call and must follow its SUBACK, as they do when
+	// the call runs on the loop; for any other call it is the largest
+	// position and every delivery flows while the call is out.
+	flushLimit uint64
 
 	// What the call is given: owned copies, never the read buffer.
 	pub      *codec.Publish
@@ -78,6 +85,10 @@ func (c *Conn) waits(call Call, qos byte, retain bool) bool {
 // fsync, and the calls waiting together are what fills a group commit.
 func (c *Conn) goWait(pc *pendingCall) {
 	pc.c = c
+	pc.flushLimit = math.MaxUint64
+	if pc.kind == CallSubscribe {
+		pc.flushLimit = c.out.last()
+	}
 	c.call = pc
 	go pc.run()
 }

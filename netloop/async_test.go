@@ -53,7 +53,14 @@ func (h *gatedHandler) Publish(c netloop.Client, p *codec.Publish) (codec.Reason
 	return codec.Success, ""
 }
 
+// Subscribe to "retained/slow" sends a retained value, as a broker does
+// before its SUBSCRIBE call returns, and then blocks until the gate opens.
 func (h *gatedHandler) Subscribe(c netloop.Client, f []byte, o netloop.SubscribeOptions) (codec.ReasonCode, string) {
+	if string(f) == "retained/slow" {
+		c.Deliver(netloop.NewMessage(&codec.Publish{Topic: []byte("retained/slow"), Payload: []byte("v"), Retain: true}), netloop.Delivery{Retain: true})
+		h.entered <- c
+		<-h.gate
+	}
 	return codec.ReasonCode(o.QoS), ""
 }
 
@@ -274,5 +281,26 @@ func TestAWaitingConnectionsInputIsBounded(t *testing.T) {
 	eventually(t, "the handler to be told of the end", func() bool { return slices.Contains(h.seen(), "a disconnected") })
 	if got := h.seen(); slices.Contains(got, "a publish t 0") {
 		t.Fatalf("input behind the waiting packet was handled after the connection ended: %v", got)
+	}
+}
+
+func TestRetainedValuesASubscribeSendsFollowItsSuback(t *testing.T) {
+	s, h := startGated(t, nil)
+	a := dial(t, s, codec.Version5)
+	a.connect("a", nil)
+	b := dial(t, s, codec.Version5)
+	b.connect("b", nil)
+	sub := &codec.Subscribe{PacketID: 5, Subscriptions: []codec.Subscription{{Filter: []byte("retained/slow")}}}
+	a.send(sub.Append(nil, codec.Version5))
+	h.waitSlow(t)
+	// The loop has served b since, and with it the wake of a's delivery.
+	b.publish("fast", "y", 1, 1)
+	b.expectAck(codec.TypePuback, 1)
+	close(h.gate)
+	if hd, _ := a.read(); hd.Type != codec.TypeSuback {
+		t.Fatalf("want the SUBACK first, got %s", hd.Type)
+	}
+	if p := a.expectPublish(); !p.Retain || string(p.Topic) != "retained/slow" {
+		t.Fatalf("want the retained value after the SUBACK, got %q retain %v", p.Topic, p.Retain)
 	}
 }

@@ -2,6 +2,7 @@ package netloop
 
 import (
 	"bytes"
+	"math"
 	"sort"
 	"strconv"
 	"sync"
@@ -231,9 +232,10 @@ func (c *Conn) OnWake() {
 			c.wake() // answered: the input the call held back is read at the next turn
 		} else if c.state.Load() != stateEnding {
 			// What others asked waits for the call, so that the end never
-			// runs beside it; deliveries still flow.
+			// runs beside it; deliveries still flow, but those a SUBSCRIBE's
+			// call queued follow its SUBACK.
 			if c.state.Load() == stateConnected {
-				c.flush()
+				c.flushThrough(c.call.flushLimit)
 			}
 			return
 		}
@@ -477,7 +479,11 @@ const flushChunk = 64 << 10
 
 // flush moves deliveries from the queue to the transport, in order, while the
 // transport holds less than outboundCap and the window allows.
-func (c *Conn) flush() {
+func (c *Conn) flush() { c.flushThrough(math.MaxUint64) }
+
+// flushThrough is flush stopping before the first delivery queued after
+// position through.
+func (c *Conn) flushThrough(through uint64) {
 	sc := scratchPool.Get().(*scratch)
 	defer scratchPool.Put(sc)
 	version := c.Version()
@@ -486,18 +492,18 @@ func (c *Conn) flush() {
 		if len(batch) == 0 {
 			break
 		}
-		var through uint64
+		var written uint64
 		blocked := false
 		for _, e := range batch {
-			if c.t.Buffered()+len(sc.out) >= outboundCap || (e.qos > 0 && !c.windowOpen()) {
+			if e.seq > through || c.t.Buffered()+len(sc.out) >= outboundCap || (e.qos > 0 && !c.windowOpen()) {
 				blocked = true
 				break
 			}
-			through = e.seq
+			written = e.seq
 			c.encode(sc, e, version)
 		}
 		clear(batch) // the pool must not keep messages alive
-		c.out.popThrough(through)
+		c.out.popThrough(written)
 		if blocked {
 			break
 		}
