@@ -26,7 +26,7 @@ import (
 // read the PUBLISH (the tree before the asynchronous answer path);
 // store=off-loop is the broker as cmd/saguin wires it on sqlite, where the
 // publishes waiting together share a group commit. An op is one publish
-// answered.
+// answered; records/commit is what the sqlite writer's group commits held.
 func BenchmarkDurableQoS1RoundTripSQLite(b *testing.B) {
 	for _, offLoop := range []bool{false, true} {
 		for _, pubs := range []int{1, 8, 32} {
@@ -95,6 +95,8 @@ func benchDurableRoundTrip(b *testing.B, offLoop bool, pubs int) {
 		publishers[i] = benchConnect(b, addr, fmt.Sprintf("durable-pub-%d", i))
 	}
 	payload := make([]byte, 64)
+	commits := p.Commits()
+	commits0, records0 := commits.Commit.Load(), commits.CommittedRecords.Load()
 	b.ResetTimer()
 	start := time.Now()
 	var next atomic.Int64
@@ -123,6 +125,9 @@ func benchDurableRoundTrip(b *testing.B, offLoop bool, pubs int) {
 	}
 	wg.Wait()
 	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "msgs/s")
+	if n := commits.Commit.Load() - commits0; n > 0 {
+		b.ReportMetric(float64(commits.CommittedRecords.Load()-records0)/float64(n), "records/commit")
+	}
 }
 
 // benchConnectWith is benchConnect sending the CONNECT p.
