@@ -138,7 +138,7 @@ func (l *backlog) keep(publisher string, p *codec.Publish, set *awaySet, m *netl
 		e, err = l.log.Append(store.BroadcastEntry{Record: recordOf(p, publisher, l.b.now())})
 	}
 	if err != nil {
-		var away uint64
+		var away, groups uint64
 		for _, s := range set.sessions {
 			if ref := s.client.Load(); ref != nil {
 				if m == nil {
@@ -154,10 +154,15 @@ func (l *backlog) keep(publisher string, p *codec.Publish, set *awaySet, m *netl
 				}
 				continue
 			}
+			if s.group != nil {
+				groups++ // a shared group's loss, not a session's
+				continue
+			}
 			away++
 		}
 		if store.IsFull(err) {
 			l.b.counters.DeliveriesDroppedStorageFull.Add(away)
+			l.b.counters.SharesDroppedStorageFull.Add(groups)
 			l.warnFull("the broadcast log's provider is full: a message owed to sessions that are away is not kept", "sessions", away)
 		} else {
 			l.b.storageFailed("writing the broadcast log", publisher, err)
@@ -388,7 +393,11 @@ func (l *backlog) owe(s *session, offset uint64, size int64) int {
 			break
 		}
 		l.drop(s, i)
-		l.b.counters.DeliveriesDroppedQueue.Add(1)
+		if s.group != nil {
+			l.b.counters.SharesDroppedBacklogFull.Add(1)
+		} else {
+			l.b.counters.DeliveriesDroppedQueue.Add(1)
+		}
 	}
 	return s.owed.find(offset)
 }
