@@ -496,6 +496,10 @@ func (b *Broker) endSession(sh *shard, s *session, why string) {
 	s.ended = true
 	s.will = nil
 	b.stopTimer(s)
+	// What its last connection left unfinished from its groups goes back to
+	// them as a connection-bound member's does (RFC 0003 "Broadcast": any
+	// ending), before the session leaves them.
+	b.returnToGroups(s, s.carry)
 	b.dropFilters(s)
 	s.carry = nil
 	for pid := range s.holds {
