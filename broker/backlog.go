@@ -592,7 +592,17 @@ func (b *Broker) Acked(c netloop.Client, offset uint64) {
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	s := sh.sessions[c.ClientID()]
-	if s == nil || s.client.Load() == nil || s.client.Load().c != c {
+	if s == nil {
+		return
+	}
+	if ref := s.client.Load(); ref == nil || ref.c != c {
+		if ref != nil && s.takenFrom == c {
+			// Read on the connection it was taken from, which settled the
+			// exchange on its side: that connection changes nothing
+			// (invariant 17), so the session still owes it and its new
+			// connection is sent it again rather than nobody.
+			b.bcast.resend(s, ref.c, offset)
+		}
 		return
 	}
 	if i := s.owed.find(offset); i >= 0 {
@@ -603,6 +613,20 @@ func (b *Broker) Acked(c netloop.Client, offset uint64) {
 		b.bcast.drop(s, i)
 		b.bcast.pump(s, c) // the room it made is used at once
 	}
+}
+
+// resend makes s's entry at offset one not handed over, and pumps: it was
+// on a connection that no longer owns the session, which will not finish it.
+// A re-send says DUP. Shard lock held.
+func (l *backlog) resend(s *session, c netloop.Client, offset uint64) {
+	o := &s.owed
+	i := o.find(offset)
+	if i < 0 || !o.entries[i].sent {
+		return
+	}
+	o.entries[i].sent, o.entries[i].maybeSent = false, true
+	o.sentBytes -= o.entries[i].size
+	l.pump(s, c)
 }
 
 // cursor is s's lowest unacknowledged offset. With nothing owed it is the
