@@ -67,6 +67,7 @@ func (c *Conn) protocolFault(err error, sc *scratch) {
 // the publish to the handler, answering QoS 1 with PUBACK and QoS 2 with
 // PUBREC.
 func (c *Conn) onPublish(h codec.Header, body []byte, sc *scratch) {
+	c.srv.counters.PublishesReceived.Add(1)
 	v := c.Version()
 	p := &sc.publish
 	if err := p.Decode(h, body, v); err != nil {
@@ -142,6 +143,7 @@ func (c *Conn) publishAnswered(sc *scratch, qos byte, packetID uint16, topic []b
 		// 3.1.1's PUBACK and PUBREC have no code: a refusal closes the
 		// connection rather than acknowledging a discarded record (RFC 0002).
 		c.logWarn("closed: a 3.1.1 publish was refused", "code", "0x"+hex2(byte(code)), "topic", string(topic))
+		c.srv.counters.ConnectionsRefused.Add(ReasonOf(code))
 		c.flushScratch(sc)
 		c.end(0, false, false)
 		return
@@ -320,6 +322,7 @@ func (c *Conn) onSubscribe(h codec.Header, body []byte, sc *scratch) {
 		sa.ReasonCodes = sa.ReasonCodes[:0]
 		for range s.Subscriptions {
 			sa.ReasonCodes = append(sa.ReasonCodes, codec.ImplementationSpecificError)
+			c.srv.counters.SubscriptionsRefused.Add(ReasonOf(codec.ImplementationSpecificError))
 		}
 		c.reasonString(&sa.Properties, codec.ImplementationSpecificError, "SUBSCRIBE carries a saguin- User Property Sagüin does not read", false)
 		sc.out = sa.Append(sc.out, v)
@@ -377,9 +380,10 @@ func (c *Conn) subscribeAnswered(sc *scratch, packetID uint16, refused []string)
 	sa := &sc.suback
 	sa.PacketID = packetID
 	sa.Properties.Reset()
-	if v != codec.Version5 {
-		for i, code := range sa.ReasonCodes {
-			if code.IsError() {
+	for i, code := range sa.ReasonCodes {
+		if code.IsError() {
+			c.srv.counters.SubscriptionsRefused.Add(ReasonOf(code)) // before 3.1.1's 0x80 hides it
+			if v != codec.Version5 {
 				sa.ReasonCodes[i] = codec.SubackFailure311
 			}
 		}
