@@ -1,7 +1,6 @@
 package netloop
 
 import (
-	"math"
 	"sync/atomic"
 
 	"saguin/codec"
@@ -45,10 +44,11 @@ type pendingCall struct {
 	state atomic.Int32
 	kind  Call
 	// flushLimit: deliveries queued after this position in the
-	// connection's queue wait for the answer. A SUBSCRIBE's retained values
-	// are queued by its own call and must follow its SUBACK, as they do when
-	// the call runs on the loop; for any other call it is the largest
-	// position and every delivery flows while the call is out.
+	// connection's queue wait for the answer; those queued before flow while
+	// the call is out. What the call itself queues - a SUBSCRIBE's retained
+	// values, a publish reaching its own publisher - must follow its answer,
+	// as it does when the call runs on the loop, and a delivery cannot say
+	// which goroutine queued it, so every later one waits the same one call.
 	flushLimit uint64
 
 	// What the call is given: owned copies, never the read buffer.
@@ -85,10 +85,7 @@ func (c *Conn) waits(call Call, qos byte, retain bool) bool {
 // fsync, and the calls waiting together are what fills a group commit.
 func (c *Conn) goWait(pc *pendingCall) {
 	pc.c = c
-	pc.flushLimit = math.MaxUint64
-	if pc.kind == CallSubscribe {
-		pc.flushLimit = c.out.last()
-	}
+	pc.flushLimit = c.out.last()
 	c.call = pc
 	go pc.run()
 }

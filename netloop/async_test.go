@@ -18,12 +18,13 @@ type gatedHandler struct {
 	entered chan netloop.Client // a slow Publish has started
 	gate    chan struct{}       // one receive lets one slow Publish return
 
-	mu     sync.Mutex
-	events []string
+	mu      sync.Mutex
+	events  []string
+	clients map[string]netloop.Client
 }
 
 func newGatedHandler() *gatedHandler {
-	return &gatedHandler{entered: make(chan netloop.Client, 8), gate: make(chan struct{})}
+	return &gatedHandler{entered: make(chan netloop.Client, 8), gate: make(chan struct{}), clients: make(map[string]netloop.Client)}
 }
 
 func (h *gatedHandler) note(format string, args ...any) {
@@ -41,7 +42,17 @@ func (h *gatedHandler) seen() []string {
 
 func (h *gatedHandler) Connect(c netloop.Client, req *netloop.ConnectRequest) (bool, codec.ReasonCode) {
 	h.note("%s connect", req.ClientID)
+	h.mu.Lock()
+	h.clients[req.ClientID] = c
+	h.mu.Unlock()
 	return false, codec.Success
+}
+
+// client is the connection the handler attached under id.
+func (h *gatedHandler) client(id string) netloop.Client {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.clients[id]
 }
 
 func (h *gatedHandler) Publish(c netloop.Client, p *codec.Publish) (codec.ReasonCode, string) {
@@ -182,15 +193,25 @@ func TestPacketsBehindAWaitingCallAreAnsweredAfterItInOrder(t *testing.T) {
 	}
 }
 
-func TestDeliveriesReachAConnectionWhoseCallIsOut(t *testing.T) {
+func TestDeliveriesQueuedBeforeACallFlowWhileItIsOut(t *testing.T) {
 	s, h := startGated(t, nil)
 	a := dial(t, s, codec.Version5)
-	a.connect("a", nil)
-	a.publish("slow", "x", 1, 1)
-	c := h.waitSlow(t)
-	c.Deliver(netloop.NewMessage(&codec.Publish{Topic: []byte("news"), Payload: []byte("hi")}), netloop.Delivery{})
-	if p := a.expectPublish(); string(p.Topic) != "news" {
-		t.Fatalf("got a delivery to %q", p.Topic)
+	a.connect("a", func(p *codec.Connect) {
+		p.Properties.ReceiveMaximum = 1
+		p.Properties.Present.Set(codec.PropReceiveMaximum)
+	})
+	c := h.client("a")
+	for _, payload := range []string{"one", "two"} {
+		c.Deliver(netloop.NewMessage(&codec.Publish{Topic: []byte("news"), Payload: []byte(payload)}), netloop.Delivery{QoS: 1})
+	}
+	first := a.expectPublish() // "two" waits in the queue: the window is one
+	// Its PUBACK opens the window, and the publish behind it waits on storage.
+	burst := (&codec.Ack{Type: codec.TypePuback, PacketID: first.PacketID}).Append(nil, codec.Version5)
+	burst = (&codec.Publish{QoS: 1, Topic: []byte("slow"), PacketID: 1}).Append(burst, codec.Version5)
+	a.send(burst)
+	h.waitSlow(t)
+	if p := a.expectPublish(); string(p.Payload) != "two" {
+		t.Fatalf("got %q, want the queued delivery while the call is out", p.Payload)
 	}
 	close(h.gate)
 	a.expectAck(codec.TypePuback, 1)

@@ -232,8 +232,8 @@ func (c *Conn) OnWake() {
 			c.wake() // answered: the input the call held back is read at the next turn
 		} else if c.state.Load() != stateEnding {
 			// What others asked waits for the call, so that the end never
-			// runs beside it; deliveries still flow, but those a SUBSCRIBE's
-			// call queued follow its SUBACK.
+			// runs beside it; deliveries queued before the call flow, the
+			// rest follow its answer (pendingCall.flushLimit).
 			if c.state.Load() == stateConnected {
 				c.flushThrough(c.call.flushLimit)
 			}
