@@ -32,6 +32,8 @@ type backlog struct {
 	// fullWarnedAt is when a full provider was last warned about: at most
 	// once every ten seconds (RFC 0002).
 	fullWarnedAt time.Time
+	// roomMu lets one makeRoom at a time walk the sessions.
+	roomMu sync.Mutex
 
 	sets sync.Pool // *awaySet
 }
@@ -134,7 +136,7 @@ func (a *awaySet) add(s *session) {
 // connected ones are sent it from memory.
 func (l *backlog) keep(publisher string, p *codec.Publish, set *awaySet, m *netloop.Message) {
 	e, err := l.log.Append(store.BroadcastEntry{Record: recordOf(p, publisher, l.b.now())})
-	for tries := 0; tries < 4 && store.IsFull(err) && l.makeRoom(); tries++ {
+	for tries := 0; tries < 4 && store.IsFull(err) && l.makeRoom(nil, "a message owed to sessions"); tries++ {
 		e, err = l.log.Append(store.BroadcastEntry{Record: recordOf(p, publisher, l.b.now())})
 	}
 	if err != nil {
@@ -171,10 +173,26 @@ func (l *backlog) keep(publisher string, p *codec.Publish, set *awaySet, m *netl
 }
 
 // makeRoom lets the log's oldest messages go to make room in a full
-// provider: the fewest of the oldest that nobody has on the wire, each
-// session that owed one counted once for it (storage_full). It reports
-// whether anything went. Called with no shard lock held.
-func (l *backlog) makeRoom() bool {
+// provider, for its own next message or for any other write on the provider
+// (RFC 0002 "Every session's state": the log gives way to everything else
+// there): the fewest of the oldest that nobody has on the wire, each session
+// that owed one counted once for it (storage_full), and what shared groups
+// were owed from them counted as the groups' (shares storage_full). It
+// reports whether anything went; what names what the room is for in the
+// warning.
+//
+// held is the shard whose lock the caller holds, nil for none. A caller
+// holding one may wait here for the others only while no other such caller
+// is inside (roomMu taken without waiting): two of them, each holding its own
+// shard and waiting for the other's, would never finish. A caller turned away
+// finds no room, as though nothing could go.
+func (l *backlog) makeRoom(held *shard, what string) bool {
+	if held == nil {
+		l.roomMu.Lock()
+	} else if !l.roomMu.TryLock() {
+		return false
+	}
+	defer l.roomMu.Unlock()
 	const batch = 16
 	oldest, err := l.log.Oldest(batch)
 	if err != nil || len(oldest) == 0 {
@@ -184,7 +202,7 @@ func (l *backlog) makeRoom() bool {
 	for _, o := range oldest {
 		want[o] = true
 	}
-	l.eachSession(func(s *session) {
+	l.eachSession(held, func(s *session) {
 		for _, e := range s.owed.entries {
 			if e.sent && want[e.offset] {
 				want[e.offset] = false // it is that session's to finish
@@ -203,23 +221,18 @@ func (l *backlog) makeRoom() bool {
 		return false
 	}
 	var lost uint64
-	l.eachSession(func(s *session) {
-		o := &s.owed
-		kept := o.entries[:0]
-		for _, e := range o.entries {
-			if want[e.offset] {
-				o.bytes -= e.size
-				lost++
-				continue
-			}
-			kept = append(kept, e)
-		}
-		if len(kept) != len(o.entries) {
-			clear(o.entries[len(kept):])
-			o.entries = kept
+	l.eachSession(held, func(s *session) {
+		if n := l.forget(s, want); n > 0 {
+			lost += n
 			l.markDirty(s)
 		}
 	})
+	var shared uint64
+	l.b.shares.mu.Lock()
+	for _, g := range l.b.shares.groups {
+		shared += l.forget(g.standIn, want)
+	}
+	l.b.shares.mu.Unlock()
 	l.mu.Lock()
 	for _, o := range gone {
 		delete(l.refs, o)
@@ -233,9 +246,42 @@ func (l *backlog) makeRoom() bool {
 	l.b.counters.LogMessages.Add(-int64(len(gone)))
 	l.b.counters.LogBytes.Add(-freed)
 	l.b.counters.DeliveriesDroppedStorageFull.Add(lost)
+	l.b.counters.SharesDroppedStorageFull.Add(shared)
 	l.warnFull("the broadcast log's provider is full: its oldest messages went to make room",
-		"messages", len(gone), "deliveries", lost)
+		"for", what, "messages", len(gone), "deliveries", lost, "shared_deliveries", shared)
 	return true
+}
+
+// forget takes the offsets gone says may go out of s's list and reports how
+// many it held. The lock guarding s is held.
+func (l *backlog) forget(s *session, gone map[uint64]bool) uint64 {
+	o := &s.owed
+	kept := o.entries[:0]
+	var n uint64
+	for _, e := range o.entries {
+		if gone[e.offset] {
+			o.bytes -= e.size
+			n++
+			continue
+		}
+		kept = append(kept, e)
+	}
+	clear(o.entries[len(kept):])
+	o.entries = kept
+	return n
+}
+
+// withRoom runs a write on the session store's provider and, while the
+// provider is full, lets the log's oldest messages go for it and tries again
+// (RFC 0002: only when the log has nothing left to give is the write refused,
+// answered as its own store answers a full provider). held is the shard
+// whose lock the caller holds, nil for none.
+func (b *Broker) withRoom(held *shard, what string, write func() error) error {
+	err := write()
+	for tries := 0; tries < 4 && store.IsFull(err) && b.bcast.makeRoom(held, what); tries++ {
+		err = write()
+	}
+	return err
 }
 
 // warnFull logs a full provider's losses at most once every ten seconds.
@@ -252,15 +298,20 @@ func (l *backlog) warnFull(msg string, args ...any) {
 	}
 }
 
-// eachSession calls fn for every session, under its shard's lock.
-func (l *backlog) eachSession(fn func(*session)) {
+// eachSession calls fn for every session, under its shard's lock; held is
+// a shard whose lock the caller already holds, nil for none.
+func (l *backlog) eachSession(held *shard, fn func(*session)) {
 	for i := range l.b.shards {
 		sh := &l.b.shards[i]
-		sh.mu.Lock()
+		if sh != held {
+			sh.mu.Lock()
+		}
 		for _, s := range sh.sessions {
 			fn(s)
 		}
-		sh.mu.Unlock()
+		if sh != held {
+			sh.mu.Unlock()
+		}
 	}
 }
 

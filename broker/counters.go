@@ -57,6 +57,11 @@ type Counters struct {
 	// SharesDroppedMemberEnded: QoS 2 shared deliveries whose member ended
 	// before its PUBREC, never handed to another (saguin_shares_dropped_total{cause="member_ended"}).
 	SharesDroppedMemberEnded atomic.Uint64
+	// SharesDroppedStorageFull: what shared groups were owed from the
+	// broadcast log's oldest part when a full provider let it go, and
+	// deliveries an ending member returned that found no room even in the
+	// reserve (saguin_shares_dropped_total{cause="storage_full"}).
+	SharesDroppedStorageFull atomic.Uint64
 	// LogMessages and LogBytes are what the broadcast log holds
 	// (saguin_session_queue_messages, saguin_session_queue_bytes).
 	LogMessages atomic.Int64

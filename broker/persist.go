@@ -204,7 +204,7 @@ func (b *Broker) Restore() error {
 		b.publishWill(s.id, stored[indexOf(stored, s.id)].Will)
 		sh := b.shard(s.id)
 		sh.mu.Lock()
-		if err := b.sessions.Put(s.record()); err != nil {
+		if err := b.putSession(sh, s, false); err != nil {
 			b.storageFailed("removing a Will published at the start", s.id, err)
 		}
 		sh.mu.Unlock()

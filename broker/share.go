@@ -104,26 +104,37 @@ func (b *Broker) joinShare(key, inner string, s *session, sub subscription) *sha
 	return g
 }
 
-// ensureGroupCursor stores the cursor of a group that has just gained a member
-// whose session outlives its connection and has none yet, before the SUBACK,
-// so a backlog that forms afterwards is found at a start whenever the broker
-// stops (RFC 0003 "Broadcast": the cursor comes with the first such member).
-func (b *Broker) ensureGroupCursor(g *shareGroup) error {
+// groupHasCursor reports whether the group keyed key has stored a cursor.
+func (b *Broker) groupHasCursor(key string) bool {
 	b.shares.mu.Lock()
-	has := g.saved != 0
-	b.shares.mu.Unlock()
-	if has {
+	defer b.shares.mu.Unlock()
+	g := b.shares.groups[key]
+	return g != nil && g.saved != 0
+}
+
+// ensureGroupCursors gives every group a resumed session holds, when it
+// outlives its connection, the cursor it may lack, before the CONNACK (RFC
+// 0003 "Broadcast": a resumed session holding a group with no cursor gets one
+// created). Shard lock held.
+func (b *Broker) ensureGroupCursors(sh *shard, s *session) error {
+	if s.expiry == 0 {
 		return nil
 	}
-	next := b.bcast.log.Next()
-	if err := b.sessions.SaveGroupCursor(g.key, next); err != nil {
-		return err
+	for f := range s.filters {
+		if !strings.HasPrefix(f, topic.SharePrefix) || b.groupHasCursor(f) {
+			continue
+		}
+		next := b.bcast.log.Next()
+		err := b.withRoom(sh, "a shared group's cursor", func() error { return b.sessions.SaveGroupCursor(f, next) })
+		if err != nil {
+			return err
+		}
+		b.shares.mu.Lock()
+		if g := b.shares.groups[f]; g != nil && g.saved == 0 {
+			g.saved = next
+		}
+		b.shares.mu.Unlock()
 	}
-	b.shares.mu.Lock()
-	if g.saved == 0 {
-		g.saved = next
-	}
-	b.shares.mu.Unlock()
 	return nil
 }
 
