@@ -65,6 +65,10 @@ type owedEntry struct {
 	// pid; only its PUBREL is owed.
 	released bool
 	pid      uint16
+	// returned: in a shared group's backlog, a delivery an ending member
+	// gave back, stored as such (Sessions.Returned) until a member is
+	// handed it (TakeReturned).
+	returned bool
 }
 
 // markSent records that entry j was handed to the connection.
@@ -136,7 +140,7 @@ func (a *awaySet) add(s *session) {
 // connected ones are sent it from memory.
 func (l *backlog) keep(publisher string, p *codec.Publish, set *awaySet, m *netloop.Message) {
 	e, err := l.log.Append(store.BroadcastEntry{Record: recordOf(p, publisher, l.b.now())})
-	for tries := 0; tries < 4 && store.IsFull(err) && l.makeRoom(nil, "a message owed to sessions"); tries++ {
+	for tries := 0; tries < roomTries && store.IsFull(err) && l.makeRoom(nil, "a message owed to sessions", 1<<tries); tries++ {
 		e, err = l.log.Append(store.BroadcastEntry{Record: recordOf(p, publisher, l.b.now())})
 	}
 	if err != nil {
@@ -172,10 +176,16 @@ func (l *backlog) keep(publisher string, p *codec.Publish, set *awaySet, m *netl
 	l.owedBy(&e, size, set, m)
 }
 
+// roomTries is how many times a write refused for room lets the log give
+// way before it is refused: makeRoom's n doubles each time, so the fewest
+// messages go (RFC 0002) while a sqlite provider, whose room comes back by
+// the page, still finds its page within a few tries (up to 255 messages).
+const roomTries = 8
+
 // makeRoom lets the log's oldest messages go to make room in a full
 // provider, for its own next message or for any other write on the provider
 // (RFC 0002 "Every session's state": the log gives way to everything else
-// there): the fewest of the oldest that nobody has on the wire, each session
+// there): the n oldest that nobody has on the wire, each session
 // that owed one counted once for it (storage_full), and what shared groups
 // were owed from them counted as the groups' (shares storage_full). It
 // reports whether anything went; what names what the room is for in the
@@ -186,15 +196,15 @@ func (l *backlog) keep(publisher string, p *codec.Publish, set *awaySet, m *netl
 // is inside (roomMu taken without waiting): two of them, each holding its own
 // shard and waiting for the other's, would never finish. A caller turned away
 // finds no room, as though nothing could go.
-func (l *backlog) makeRoom(held *shard, what string) bool {
+func (l *backlog) makeRoom(held *shard, what string, n int) bool {
 	if held == nil {
 		l.roomMu.Lock()
 	} else if !l.roomMu.TryLock() {
 		return false
 	}
 	defer l.roomMu.Unlock()
-	const batch = 16
-	oldest, err := l.log.Oldest(batch)
+	// Some of the oldest may be on the wire and stay: look past them.
+	oldest, err := l.log.Oldest(n + 16)
 	if err != nil || len(oldest) == 0 {
 		return false
 	}
@@ -211,7 +221,7 @@ func (l *backlog) makeRoom(held *shard, what string) bool {
 	})
 	var gone []uint64
 	for _, o := range oldest {
-		if want[o] {
+		if want[o] && len(gone) < n {
 			gone = append(gone, o)
 		} else {
 			delete(want, o)
@@ -278,7 +288,7 @@ func (l *backlog) forget(s *session, gone map[uint64]bool) uint64 {
 // whose lock the caller holds, nil for none.
 func (b *Broker) withRoom(held *shard, what string, write func() error) error {
 	err := write()
-	for tries := 0; tries < 4 && store.IsFull(err) && b.bcast.makeRoom(held, what); tries++ {
+	for tries := 0; tries < roomTries && store.IsFull(err) && b.bcast.makeRoom(held, what, 1<<tries); tries++ {
 		err = write()
 	}
 	return err
@@ -695,12 +705,20 @@ func (b *Broker) commitLoop() {
 	defer b.wg.Done()
 	t := time.NewTicker(b.opts.AckCommitInterval)
 	defer t.Stop()
+	var expire <-chan time.Time // nil, never ready, without expires_after
+	if ea := b.opts.ShareExpiresAfter; ea > 0 {
+		e := time.NewTicker(shareExpiryPeriod(ea))
+		defer e.Stop()
+		expire = e.C
+	}
 	for {
 		select {
 		case <-b.done:
 			return
 		case <-t.C:
 			b.bcast.commit()
+		case <-expire:
+			b.expireBacklogs(b.now())
 		}
 	}
 }

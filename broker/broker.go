@@ -53,6 +53,10 @@ type Options struct {
 	// Retained is broker.retained's store; nil gives the broker a memory
 	// store of its own bounded by RetainedMaxBytes.
 	Retained store.Retained
+	// RetainedWithSessions: Retained lives on the provider Sessions does, so
+	// a retained value that finds it full takes its room from the broadcast
+	// log first (RFC 0002 "Every session's state").
+	RetainedWithSessions bool
 	// RetainedMaxBytes bounds the broker's own retained store (only when
 	// Retained is nil); past it a new retained value is refused 0x97.
 	RetainedMaxBytes int64
@@ -479,6 +483,8 @@ func (b *Broker) endSession(sh *shard, s *session, why string) {
 	s.ended = true
 	s.will = nil
 	b.stopTimer(s)
+	back := b.takeShared(s)
+	b.returnToGroups(s, s.carry)
 	b.dropFilters(s)
 	s.carry = nil
 	for pid := range s.holds {
@@ -488,7 +494,13 @@ func (b *Broker) endSession(sh *shard, s *session, why string) {
 	if sh.sessions[s.id] == s {
 		delete(sh.sessions, s.id)
 	}
-	if err := b.sessions.End(s.id, nil); err != nil && !errors.Is(err, store.ErrNotFound) {
+	returned := b.giveBack(s, back)
+	err := b.sessions.End(s.id, returned)
+	if store.IsFull(err) && len(returned) > 0 {
+		b.unreturn(returned) // no room even in the reserve: dropped, counted
+		err = b.sessions.End(s.id, nil)
+	}
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
 		b.storageFailed("ending a session", s.id, err)
 	}
 	if why != "" {

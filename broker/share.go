@@ -251,6 +251,10 @@ func (b *Broker) drainShares(s *session, c netloop.Client) {
 				b.shareDropped()
 				continue
 			}
+			if e.returned && !b.takeReturned(g.key, e.offset) {
+				b.bcast.unown(e.offset) // already handed over
+				continue
+			}
 			if j := b.bcast.owe(s, e.offset, e.size); j >= 0 {
 				s.owed.entries[j].share = g.key
 			}
@@ -293,10 +297,12 @@ func (b *Broker) sendShared(s *session, c netloop.Client, key string, e *store.B
 // unfinished from its groups (RFC 0003 "Broadcast", MQTT 5 4.8.2): a QoS 1
 // delivery unacknowledged, or one never put on the wire, goes to another
 // member; a QoS 2 delivery the member had not answered with PUBREC is
-// dropped, counted; one it had answered has reached it.
+// dropped, counted; one it had answered has reached it. These are the
+// deliveries handed from memory; those from the log (an offset) the ending
+// gives back from the session's list (giveBack), once.
 func (b *Broker) returnToGroups(ending *session, u []netloop.Unfinished) {
 	for _, x := range u {
-		if x.Delivery.Share == "" || x.Delivery.Released {
+		if x.Delivery.Share == "" || x.Delivery.Released || x.Delivery.Offset != 0 {
 			continue
 		}
 		if x.Delivery.QoS == 2 {
@@ -324,7 +330,11 @@ func (b *Broker) handMessage(g *shareGroup, m *netloop.Message, d netloop.Delive
 		if ref == nil || s == from {
 			continue
 		}
-		dd := netloop.Delivery{QoS: d.QoS, Retain: d.Retain, SubscriptionIDs: d.SubscriptionIDs, Share: g.key, Dup: true}
+		sub := g.subs[s]
+		dd := netloop.Delivery{QoS: min(d.QoS, sub.qos), Retain: d.Retain && sub.retainAsPublished, Share: g.key, Dup: true}
+		if sub.id != 0 {
+			dd.SubscriptionIDs = []uint32{sub.id}
+		}
 		if t, ok := ref.c.(netloop.Taker); ok && !t.CanTake(m, dd) {
 			continue
 		}
@@ -334,6 +344,30 @@ func (b *Broker) handMessage(g *shareGroup, m *netloop.Message, d netloop.Delive
 		}
 	}
 	return false
+}
+
+// cursor is where the group's backlog begins, next when it holds none: the
+// deliveries members gave back lie behind it, kept as returned rows instead.
+// shares lock held.
+func (g *shareGroup) cursor(next uint64) uint64 {
+	for _, e := range g.standIn.owed.entries {
+		if !e.returned {
+			return e.offset
+		}
+	}
+	return next
+}
+
+// takeReturned deletes a returned delivery's row as it is handed to a
+// member: false when it was taken already. A store that fails hands it over
+// anyway (at least once: a restart may serve it again).
+func (b *Broker) takeReturned(group string, offset uint64) bool {
+	took, err := b.sessions.TakeReturned(group, offset)
+	if err != nil {
+		b.storageFailed("handing over a delivery returned to a shared group", group, err)
+		return true
+	}
+	return took
 }
 
 // saveGroupCursors stores the cursor of every group that holds a backlog for
@@ -352,10 +386,7 @@ func (b *Broker) saveGroupCursors() {
 		if !g.durable() {
 			continue
 		}
-		c := next
-		if len(g.standIn.owed.entries) > 0 {
-			c = g.standIn.owed.entries[0].offset
-		}
+		c := g.cursor(next)
 		if c != g.saved {
 			todo = append(todo, moved{g, c})
 		}
@@ -372,10 +403,18 @@ func (b *Broker) saveGroupCursors() {
 	}
 }
 
+// restoredGroup is what a start reads back for one group: its cursor and
+// the deliveries members gave back, owed ahead of it.
+type restoredGroup struct {
+	cursor   uint64
+	returned map[uint64]bool
+}
+
 // restoreBacklogs gives every restored group with a durable member its stored
-// cursor; restoreOwed then makes its stand-in owe what lies after it.
-func (b *Broker) restoreBacklogs() (map[*shareGroup]uint64, error) {
-	out := map[*shareGroup]uint64{}
+// cursor and returned deliveries; restoreOwed then makes its stand-in owe
+// what lies after the cursor, and those returned, ahead of it.
+func (b *Broker) restoreBacklogs() (map[*shareGroup]*restoredGroup, error) {
+	out := map[*shareGroup]*restoredGroup{}
 	b.shares.mu.Lock()
 	defer b.shares.mu.Unlock()
 	for key, g := range b.shares.groups {
@@ -386,10 +425,22 @@ func (b *Broker) restoreBacklogs() (map[*shareGroup]uint64, error) {
 		if err != nil {
 			return nil, err
 		}
-		if ok {
-			out[g] = c
-			g.saved = c
+		ret, err := b.sessions.Returned(key)
+		if err != nil {
+			return nil, err
 		}
+		if !ok && len(ret) == 0 {
+			continue
+		}
+		rg := &restoredGroup{cursor: c, returned: make(map[uint64]bool, len(ret))}
+		if !ok {
+			rg.cursor = ^uint64(0) // none stored: only what was given back
+		}
+		for _, r := range ret {
+			rg.returned[r.Offset] = true
+		}
+		out[g] = rg
+		g.saved = c
 	}
 	return out, nil
 }

@@ -36,7 +36,7 @@ type conn struct {
 	holdPut, holdGet, holdDrop, holdList *sql.Stmt
 
 	sessionPut, sessionGet, sessionAll, sessionDisconnected, sessionDelete, sessionHeldBy *sql.Stmt
-	sessionUpdate, subPut, subList, subAll, subDelete, subDeleteAll, subShared, subOf      *sql.Stmt
+	sessionUpdate, subPut, subList, subAll, subDelete, subDeleteAll, subShared, subOf     *sql.Stmt
 	groupJoin, groupLeave, groupOrphaned, groupCursorFirst, returnedOrphaned              *sql.Stmt
 	inflightAdd, inflightList, inflightRelease, inflightDelete, inflightDeleteAll         *sql.Stmt
 	groupGet, groupSave, groupDelete, returnedList, returnedTake                          *sql.Stmt

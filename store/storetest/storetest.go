@@ -1251,7 +1251,7 @@ func (s *script) sessionsRestart(t *testing.T) {
 	ss.Put(session("dev1"))
 	ss.SetDisconnected("dev1", Epoch.Add(time.Minute))
 	ss.AddInFlight("dev1", []store.InFlight{
-		{Offset: 1, PacketID: 1, QoS: 1},                   // behind the cursor: dropped at load
+		{Offset: 1, PacketID: 1, QoS: 1},                     // behind the cursor: dropped at load
 		{Offset: 2, PacketID: 2, QoS: 1, ShareGroup: group1}, // behind, but a group's: kept
 		{Offset: 4, PacketID: 3, QoS: 2, Released: true},
 	})
