@@ -1,7 +1,6 @@
 package broker
 
 import (
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -96,34 +95,4 @@ func TestBacklogHeldPastShareExpiresAfterLeavesTheLog(t *testing.T) {
 	back := &ackClient{id: "m-a"}
 	connectAs(t, b, back, false, 3600, nil)
 	back.waitPayloads(t, "new")
-}
-
-// A write on a full session provider - a session's record at CONNECT, a
-// SUBSCRIBE's filter - takes its room from the broadcast log's oldest
-// messages, counted storage_full, before it is refused (RFC 0002 "Every
-// session's state": the log gives way to everything else on its provider).
-func TestFullSessionStoreTakesRoomFromTheBroadcastLogBeforeRefusing(t *testing.T) {
-	st := newStores(t, 24_000)
-	b := st.broker(t, Options{})
-	away := &ackClient{id: "away"}
-	connectAs(t, b, away, true, 3600, nil)
-	b.Subscribe(away, []byte("t/#"), netloop.SubscribeOptions{QoS: 1})
-	b.Disconnected(away, 3600, false)
-	big := strings.Repeat("x", 1000)
-	for range 20 {
-		publish(b, "p", "t/x", big, 1, false) // the log fills, then gives way to itself
-	}
-	dropped := b.Counters().DeliveriesDroppedStorageFull.Load()
-	c := &ackClient{id: "newcomer"}
-	if _, code, req := connectAs(t, b, c, true, 3600, nil); code != 0 || req.SessionExpiryShortened {
-		t.Fatalf("CONNECT at a full provider: 0x%02x, expiry shortened %v; want its session kept", byte(code), req.SessionExpiryShortened)
-	}
-	for i := range 3 {
-		if code, why := b.Subscribe(c, []byte("f/"+strings.Repeat("l/", i)+"#"), netloop.SubscribeOptions{QoS: 1}); code != 1 {
-			t.Fatalf("SUBSCRIBE at a full provider: 0x%02x (%s), want the log to give way", byte(code), why)
-		}
-	}
-	if b.Counters().DeliveriesDroppedStorageFull.Load() <= dropped {
-		t.Fatal("the log gave no room for the session's writes")
-	}
 }
