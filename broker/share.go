@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"errors"
 	"sort"
 	"strings"
 	"sync"
@@ -393,10 +394,14 @@ func (b *Broker) saveGroupCursors() {
 	}
 	b.shares.mu.Unlock()
 	for _, m := range todo {
-		if err := b.sessions.SaveGroupCursor(m.g.key, m.cursor); err != nil {
+		err := b.sessions.SaveGroupCursor(m.g.key, m.cursor)
+		if err != nil && !errors.Is(err, store.ErrNotFound) {
 			b.storageFailed("storing a shared group's cursor", m.g.key, err)
 			continue
 		}
+		// ErrNotFound: no stored session holds the group (its members' records
+		// were refused for room), so the store keeps no cursor for it - and is
+		// not asked again at every commit.
 		b.shares.mu.Lock()
 		m.g.saved = m.cursor
 		b.shares.mu.Unlock()

@@ -19,6 +19,9 @@ type sessState struct {
 }
 
 // groupState is a shared group's cursor and the deliveries returned to it.
+// A cursor of 0 is none yet (log offsets start at 1): a group may hold
+// returned deliveries before a member that outlives its connection gives it
+// a cursor.
 type groupState struct {
 	cursor   uint64
 	returned []uint64
@@ -235,8 +238,12 @@ func (s *sessionStore) Subscribe(clientID string, sub store.Subscription, groupC
 		ss.s.Subscriptions = subs
 	}
 	s.joinLocked(subs[i:i+1], 1)
-	if sub.ShareGroup != "" && groupCursor > 0 && s.groups[sub.Filter] == nil {
-		s.groups[sub.Filter] = &groupState{cursor: groupCursor}
+	if sub.ShareGroup != "" && groupCursor > 0 {
+		if g := s.groups[sub.Filter]; g == nil {
+			s.groups[sub.Filter] = &groupState{cursor: groupCursor}
+		} else if g.cursor == 0 {
+			g.cursor = groupCursor
+		}
 	}
 	return nil
 }
@@ -440,7 +447,7 @@ func (s *sessionStore) GroupCursor(group string) (uint64, bool, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	g, ok := s.groups[group]
-	if !ok {
+	if !ok || g.cursor == 0 {
 		return 0, false, nil
 	}
 	return g.cursor, true, nil

@@ -1523,6 +1523,20 @@ func (s *script) groupGoesWithLastHolder(t *testing.T) {
 	if ret, _ := ss.Returned(g); len(ret) != 1 {
 		t.Fatalf("returned with members left: %+v", ret)
 	}
+	// Returned rows give no cursor to a group that has none.
+	const h = "$share/h/t"
+	for _, id := range []string{"b", "c"} {
+		ss.Subscribe(id, sub(h, 1), 0)
+	}
+	ss.End("b", []store.Returned{{Group: h, Offset: 3}})
+	if _, ok, _ := ss.GroupCursor(h); ok {
+		t.Fatal("a returned delivery gave a group with no cursor one")
+	}
+	if ret, _ := ss.Returned(h); len(ret) != 1 {
+		t.Fatalf("returned to a group with no cursor: %+v", ret)
+	}
+	ss.Put(store.Session{ClientID: "b", Expiry: time.Hour})
+	ss.Subscribe("b", sub(g, 1), 5)
 	// Unsubscribed: b leaves, c still holds it.
 	ss.Unsubscribe("b", g)
 	if _, ok, _ := ss.GroupCursor(g); !ok {
