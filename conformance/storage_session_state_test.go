@@ -130,3 +130,38 @@ func TestSQLiteDeliveryAnEndedMemberGaveBackIsServedToTheGroupAfterKill9(t *test
 func TestSnapshotDeliveryAnEndedMemberGaveBackIsServedToTheGroupAfterSIGTERM(t *testing.T) {
 	givenBackSurvives(t, "snapshot")
 }
+
+// TestFullProviderGivesUpTheBroadcastLogBeforeRefusingASessionOrAFilter:
+// RFC 0002 "Every session's state" - the log gives way to everything else on
+// its provider: a session's record and a SUBSCRIBE's filter that find it
+// full take their room from the log's oldest messages, and are answered
+// Session Expiry 0 or 0x97 only when the log has nothing left to give.
+func TestFullProviderGivesUpTheBroadcastLogBeforeRefusingASessionOrAFilter(t *testing.T) {
+	storage := memoryStorage + "\n      max_bytes: 64KiB"
+	limits := `limits:
+  max_message_size: 8KiB
+  max_connect_size: 8KiB
+  max_header_bytes: 1KiB
+  session_queue_bytes: 1MiB`
+	b := startSaguin(t, t.TempDir(), saguinYAML(storage, limits))
+	topic := uniq(t)
+	awaySubscriber(t, b.addr, topic+"/#")
+	pub := dialRaw(t, b.addr, codec.Version5)
+	pub.mustConnect(clientID(t, "pub"), nil)
+	for i := range 40 { // 160 KiB owed against a 64KiB provider: the log fills it
+		p := &codec.Publish{Topic: []byte(topic + "/x"), Payload: seqPayload(i, 4096)}
+		if code := pub.publishAs(p, uint16(i+1)); code != codec.Success {
+			t.Fatalf("publish %d: PUBACK 0x%02x", i, byte(code))
+		}
+	}
+	c := dialRaw(t, b.addr, codec.Version5)
+	ack := c.mustConnect(clientID(t, "late"), freshSession(300))
+	if ack.Properties.Present.Has(codec.PropSessionExpiry) && ack.Properties.SessionExpiry == 0 {
+		t.Fatal("CONNACK Session Expiry 0: the session was refused room the broadcast log could give")
+	}
+	for i := range 4 {
+		if codes := c.subscribe(uint16(i+1), fmt.Sprintf("%s/f%d/a/b", topic, i), 1); codes[0] != 1 {
+			t.Fatalf("SUBACK %v: the filter was refused room the broadcast log could give", codes)
+		}
+	}
+}
