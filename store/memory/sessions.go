@@ -229,15 +229,14 @@ func (s *sessionStore) Subscribe(clientID string, sub store.Subscription, groupC
 	}
 	ss.size = size
 	if replaces {
-		s.joinLocked(subs[i:i+1], -1)
-		subs[i] = sub
+		subs[i] = sub // the same filter: the same group, its holder already counted
 	} else {
 		subs = append(subs, store.Subscription{})
 		copy(subs[i+1:], subs[i:])
 		subs[i] = sub
 		ss.s.Subscriptions = subs
+		s.joinLocked(subs[i:i+1], 1)
 	}
-	s.joinLocked(subs[i:i+1], 1)
 	if sub.ShareGroup != "" && groupCursor > 0 {
 		if g := s.groups[sub.Filter]; g == nil {
 			s.groups[sub.Filter] = &groupState{cursor: groupCursor}

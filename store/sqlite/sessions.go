@@ -407,7 +407,7 @@ func (s *sessionStore) Subscribe(clientID string, sub store.Subscription, groupC
 		}
 		var was string
 		err := t.c.subOf.QueryRow(clientID, sub.Filter).Scan(&was)
-		held := err == nil
+		had := err == nil
 		if err != nil && !errors.Is(err, sql.ErrNoRows) {
 			return t.dbFail(err)
 		}
@@ -421,7 +421,7 @@ func (s *sessionStore) Subscribe(clientID string, sub store.Subscription, groupC
 		if groupCursor > 0 {
 			cursor = int64(groupCursor)
 		}
-		if !held {
+		if !had {
 			_, err = t.exec(t.c.groupJoin, sub.Filter, cursor)
 		} else if cursor != nil {
 			_, err = t.exec(t.c.groupCursorFirst, cursor, sub.Filter)

@@ -1584,6 +1584,17 @@ func (s *script) groupCursorFirst(t *testing.T) {
 	if c, ok, _ := ss.GroupCursor(g); !ok || c != 4 {
 		t.Fatalf("cursor %d %v, want the first durable member's 4", c, ok)
 	}
+	// A member subscribing to the group again (its options changed) keeps
+	// the group and its cursor.
+	ss.Unsubscribe("clean", g)
+	ss.Unsubscribe("later", g)
+	if err := ss.Subscribe("kept", sub(g, 2), 0); err != nil {
+		t.Fatal(err)
+	}
+	if c, ok, _ := ss.GroupCursor(g); !ok || c != 4 {
+		t.Fatalf("cursor after its only holder resubscribed: %d %v, want 4", c, ok)
+	}
+	ss.Subscribe("later", sub(g, 1), 9)
 	// A resubscribe of a member that had none gives it one (SaveGroupCursor
 	// moves it afterwards).
 	if err := ss.SaveGroupCursor(g, 6); err != nil {
