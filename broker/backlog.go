@@ -144,7 +144,7 @@ func (l *backlog) keep(publisher string, p *codec.Publish, set *awaySet, m *netl
 		e, err = l.log.Append(store.BroadcastEntry{Record: recordOf(p, publisher, l.b.now())})
 	}
 	if err != nil {
-		var away uint64
+		var away, groups uint64
 		for _, s := range set.sessions {
 			if ref := s.client.Load(); ref != nil {
 				if m == nil {
@@ -160,10 +160,15 @@ func (l *backlog) keep(publisher string, p *codec.Publish, set *awaySet, m *netl
 				}
 				continue
 			}
+			if s.group != nil {
+				groups++ // a shared group's loss, not a session's
+				continue
+			}
 			away++
 		}
 		if store.IsFull(err) {
 			l.b.counters.DeliveriesDroppedStorageFull.Add(away)
+			l.b.counters.SharesDroppedStorageFull.Add(groups)
 			l.warnFull("the broadcast log's provider is full: a message owed to sessions that are away is not kept", "sessions", away)
 		} else {
 			l.b.storageFailed("writing the broadcast log", publisher, err)
@@ -449,7 +454,11 @@ func (l *backlog) owe(s *session, offset uint64, size int64) int {
 			break
 		}
 		l.drop(s, i)
-		l.b.counters.DeliveriesDroppedQueue.Add(1)
+		if s.group != nil {
+			l.b.counters.SharesDroppedBacklogFull.Add(1)
+		} else {
+			l.b.counters.DeliveriesDroppedQueue.Add(1)
+		}
 	}
 	return s.owed.find(offset)
 }
@@ -644,7 +653,17 @@ func (b *Broker) Acked(c netloop.Client, offset uint64) {
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	s := sh.sessions[c.ClientID()]
-	if s == nil || s.client.Load() == nil || s.client.Load().c != c {
+	if s == nil {
+		return
+	}
+	if ref := s.client.Load(); ref == nil || ref.c != c {
+		if ref != nil && s.takenFrom == c {
+			// Read on the connection it was taken from, which settled the
+			// exchange on its side: that connection changes nothing
+			// (invariant 17), so the session still owes it and its new
+			// connection is sent it again rather than nobody.
+			b.bcast.resend(s, ref.c, offset)
+		}
 		return
 	}
 	if i := s.owed.find(offset); i >= 0 {
@@ -655,6 +674,20 @@ func (b *Broker) Acked(c netloop.Client, offset uint64) {
 		b.bcast.drop(s, i)
 		b.bcast.pump(s, c) // the room it made is used at once
 	}
+}
+
+// resend makes s's entry at offset one not handed over, and pumps: it was
+// on a connection that no longer owns the session, which will not finish it.
+// A re-send says DUP. Shard lock held.
+func (l *backlog) resend(s *session, c netloop.Client, offset uint64) {
+	o := &s.owed
+	i := o.find(offset)
+	if i < 0 || !o.entries[i].sent {
+		return
+	}
+	o.entries[i].sent, o.entries[i].maybeSent = false, true
+	o.sentBytes -= o.entries[i].size
+	l.pump(s, c)
 }
 
 // cursor is s's lowest unacknowledged offset. With nothing owed it is the

@@ -288,7 +288,7 @@ func (b *Broker) Connect(c netloop.Client, req *netloop.ConnectRequest) (bool, c
 		// The replaced connection's Will goes out now if it has no delay;
 		// one with a delay is dropped: the session lives on (RFC 0003).
 		if s.will != nil && s.will.Delay == 0 {
-			b.fireWill(s, now)
+			b.fireWill(s, WillImmediate)
 		}
 		s.will = nil
 		if s.expiry == 0 {
@@ -303,6 +303,9 @@ func (b *Broker) Connect(c netloop.Client, req *netloop.ConnectRequest) (bool, c
 	present := s != nil
 	if s != nil {
 		b.stopTimer(s)
+		if s.will != nil {
+			b.counters.WillsCancelled.Add(1)
+		}
 		s.will = nil // a waiting Will is cancelled by the resume
 	} else {
 		s = &session{id: req.ClientID, filters: make(map[string]subscription)}
@@ -365,7 +368,6 @@ func (b *Broker) connectStoreFailed(req *netloop.ConnectRequest, s *session, err
 		return codec.ImplementationSpecificError
 	}
 	if s.will != nil {
-		b.counters.ConnectionsRefusedStoreFull.Add(1)
 		b.log.Warn("connection refused: the session store has no room for its Will", "client_id", req.ClientID)
 		return codec.QuotaExceeded
 	}
@@ -412,7 +414,11 @@ func (b *Broker) Disconnected(c netloop.Client, sessionExpiry uint32, graceful b
 	}
 	if s.expiry == 0 {
 		if s.will != nil {
-			b.fireWill(s, now)
+			cause := WillImmediate
+			if s.will.Delay > 0 {
+				cause = WillSessionEnded // its delay cannot outlast the session
+			}
+			b.fireWill(s, cause)
 		}
 		b.endSession(sh, s, "")
 		return
@@ -420,7 +426,7 @@ func (b *Broker) Disconnected(c netloop.Client, sessionExpiry uint32, graceful b
 	s.awaySince = now
 	if s.will != nil {
 		if s.will.Delay == 0 {
-			b.fireWill(s, now)
+			b.fireWill(s, WillImmediate)
 		} else {
 			s.will.DueAt = now.Add(min(s.will.Delay, s.expiry))
 		}
@@ -454,7 +460,7 @@ func (b *Broker) armExpiry(sh *shard, s *session) {
 			return
 		}
 		if s.will != nil && !s.will.DueAt.IsZero() && !now.Before(s.will.DueAt) {
-			b.fireWill(s, now)
+			b.fireWill(s, WillDelayed)
 			s.will = nil
 			if err := b.putSession(sh, s, false); err != nil {
 				b.storageFailed("removing a published Will", s.id, err)
@@ -478,11 +484,15 @@ func (b *Broker) endSession(sh *shard, s *session, why string) {
 	if s.will != nil {
 		// Waiting out its delay, or - for a client connected when the broker
 		// last stopped - kept with no due moment until the session ends.
-		b.fireWill(s, b.now())
+		b.fireWill(s, WillSessionEnded)
 	}
 	s.ended = true
 	s.will = nil
 	b.stopTimer(s)
+	// What its groups handed it from the log goes back to them (giveBack,
+	// below); what its last connection left unfinished from memory goes back
+	// as a connection-bound member's does (RFC 0003 "Broadcast": any ending),
+	// before the session leaves them.
 	back := b.takeShared(s)
 	b.returnToGroups(s, s.carry)
 	b.dropFilters(s)
@@ -511,6 +521,7 @@ func (b *Broker) endSession(sh *shard, s *session, why string) {
 // dropFilters takes every filter of s out of the index and its groups.
 // Shard lock held.
 func (b *Broker) dropFilters(s *session) {
+	b.counters.Subscriptions.Add(-int64(len(s.filters)))
 	for f := range s.filters {
 		if strings.HasPrefix(f, topic.SharePrefix) {
 			b.leaveShare(f, s)
@@ -534,6 +545,7 @@ func (b *Broker) Publish(c netloop.Client, p *codec.Publish) (codec.ReasonCode, 
 	// so nothing accumulates whatever an over-eager client does. Said at
 	// debug, since a client held to its rate makes one line per publish.
 	if !b.budgets.take(c.ClientID(), len(p.Payload), time.Now()) {
+		b.counters.PublishRefused.Add(netloop.ReasonPublishRateExceeded)
 		b.log.Debug("publish refused", "client_id", c.ClientID(), "topic", string(p.Topic), "code", codec.QuotaExceeded.String(), "why", "publish rate exceeded")
 		return codec.QuotaExceeded, "over limits.publish_rate or limits.publish_bytes"
 	}
@@ -543,6 +555,9 @@ func (b *Broker) Publish(c netloop.Client, p *codec.Publish) (codec.ReasonCode, 
 		return b.refusePublish(c.ClientID(), p, codec.QuotaExceeded, "User Properties larger than limits.max_header_bytes")
 	}
 	if code, why := b.checkTopic(p.Topic); code != codec.Success {
+		if code == codec.NotAuthorized {
+			return b.logRefusal(c.ClientID(), p, code, why) // $SYS: RFC 0005 counts it nowhere
+		}
 		return b.refusePublish(c.ClientID(), p, code, why)
 	}
 	if err := codec.CheckPayloadFormat(p); err != nil {
@@ -563,9 +578,17 @@ func headers(p *codec.Properties) (n, size int) {
 	return len(p.User), size
 }
 
-// refusePublish logs a refused publish, whatever its QoS (RFC 0002: every
-// refusal is logged, so one with no reply at all is still visible).
+// refusePublish counts and logs a refused publish, whatever its QoS (RFC
+// 0002: every refusal is logged, so one with no reply at all is still
+// visible; RFC 0005 counts it by its code).
 func (b *Broker) refusePublish(clientID string, p *codec.Publish, code codec.ReasonCode, why string) (codec.ReasonCode, string) {
+	b.counters.PublishRefused.Add(netloop.ReasonOf(code))
+	return b.logRefusal(clientID, p, code, why)
+}
+
+// logRefusal logs a refused publish that refusePublish's count does not
+// take, or has already taken under a finer reason.
+func (b *Broker) logRefusal(clientID string, p *codec.Publish, code codec.ReasonCode, why string) (codec.ReasonCode, string) {
 	b.log.Warn("publish refused", "client_id", clientID, "topic", string(p.Topic), "qos", p.QoS, "code", code.String(), "why", why)
 	return code, why
 }
@@ -598,6 +621,9 @@ func (b *Broker) routeLogged(publisher string, p *codec.Publish, offset uint64, 
 		}
 		ms.add(s, sub)
 	})
+	if len(ms.list) == 0 {
+		b.counters.BroadcastUnmatched.Add(1)
+	}
 	// One copy per session, at the highest QoS its matching filters were
 	// granted, carrying every identifier (RFC 0003; MQTT 5 3.3.4).
 	for i := range ms.list {
@@ -741,6 +767,9 @@ func (b *Broker) Subscribe(c netloop.Client, f []byte, o netloop.SubscribeOption
 		b.storageFailed("storing a subscription", id, err)
 		return codec.ImplementationSpecificError, "the session store could not keep the subscription"
 	}
+	if !existed {
+		b.counters.Subscriptions.Add(1)
+	}
 	if shared {
 		// Nothing retained is sent to a shared subscription (MQTT 5
 		// 4.8.2); what the group holds goes to a member that can take it.
@@ -789,6 +818,7 @@ func (b *Broker) Unsubscribe(c netloop.Client, f []byte) codec.ReasonCode {
 		return codec.ImplementationSpecificError
 	}
 	delete(s.filters, filter)
+	b.counters.Subscriptions.Add(-1)
 	if strings.HasPrefix(filter, topic.SharePrefix) {
 		b.leaveShare(filter, s)
 	} else {

@@ -89,7 +89,7 @@ func TestBacklogHeldPastShareExpiresAfterLeavesTheLog(t *testing.T) {
 	if n := st.sessions.Log().Len(); n != 1 {
 		t.Fatalf("the log holds %d messages, want only the one inside expires_after", n)
 	}
-	if n := b.Counters().SharesDroppedNoMember.Load(); n != 1 {
+	if n := b.Counters().SharesDroppedExpired.Load(); n != 1 {
 		t.Fatalf("dropped past expires_after counted %d, want 1", n)
 	}
 	back := &ackClient{id: "m-a"}

@@ -83,6 +83,7 @@ func (b *Broker) Restore() error {
 		sh := b.shard(k.s.id)
 		sh.mu.Lock()
 		sh.sessions[k.s.id] = k.s
+		b.counters.Subscriptions.Add(int64(len(k.s.filters)))
 		for f, sub := range k.s.filters {
 			if _, inner, shared, _ := topic.SplitShared(f); shared {
 				b.joinShare(f, inner, k.s, sub)
@@ -150,6 +151,7 @@ func (b *Broker) Restore() error {
 				if (given || rg.cursor <= e.Offset) && e.QoS > 0 && e.OwedTo == "" && topic.Match(g.filter, e.Topic) {
 					g.standIn.owed.entries = append(g.standIn.owed.entries, owedEntry{offset: e.Offset, size: size, returned: given})
 					g.standIn.owed.bytes += size
+					b.counters.SharesHeld.Add(1)
 					owners++
 					delete(rg.returned, e.Offset)
 				}
@@ -200,16 +202,16 @@ func (b *Broker) Restore() error {
 		sh.mu.Unlock()
 	}
 	for _, s := range expired {
-		b.counters.SessionsExpired.Add(1)
+		b.counters.SessionsExpiredWhileStopped.Add(1)
 		if s.will != nil && !s.will.DueAt.IsZero() {
-			b.publishWill(s.id, s.will) // before the record goes: at least once
+			b.publishWill(s.id, s.will, WillStart) // before the record goes: at least once
 		}
 		if err := b.sessions.End(s.id, nil); err != nil {
 			return fmt.Errorf("ending session %q, which expired while the broker was down: %w", s.id, err)
 		}
 	}
 	for _, s := range due {
-		b.publishWill(s.id, stored[indexOf(stored, s.id)].Will)
+		b.publishWill(s.id, stored[indexOf(stored, s.id)].Will, WillStart)
 		sh := b.shard(s.id)
 		sh.mu.Lock()
 		if err := b.putSession(sh, s, false); err != nil {

@@ -34,7 +34,8 @@ func (b *Broker) hold(c netloop.Client, p *codec.Publish) (codec.ReasonCode, str
 	now := b.now()
 	b.expireHolds(s, now)
 	if len(s.holds) >= b.opts.QoS2MaxInflight {
-		return b.refusePublish(id, p, codec.QuotaExceeded, "past broker.qos2.max_inflight_per_client unfinished exactly-once publishes")
+		b.counters.PublishRefused.Add(netloop.ReasonInflightAllowanceExceeded)
+		return b.logRefusal(id, p, codec.QuotaExceeded, "past broker.qos2.max_inflight_per_client unfinished exactly-once publishes")
 	}
 	rec := recordOf(p, id, now)
 	held := store.Held{ClientID: id, PacketID: p.PacketID, HeldAt: now, Record: rec}

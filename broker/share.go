@@ -159,6 +159,7 @@ func (b *Broker) leaveShare(key string, s *session) {
 		}
 	}
 	if len(g.members) == 0 {
+		b.counters.SharesDroppedNoMemberLeft.Add(uint64(len(g.standIn.owed.entries)))
 		delete(b.shares.groups, key)
 		b.subs.remove(g.filter, g.standIn)
 		for _, e := range g.standIn.owed.entries {
@@ -187,6 +188,7 @@ func (b *Broker) shareDeliver(g *shareGroup, p *codec.Publish, m **netloop.Messa
 	}
 	if g.durable() && p.QoS > 0 {
 		set.add(g.standIn)
+		b.counters.SharesHeld.Add(1)
 		return
 	}
 	b.shareDropped()
@@ -249,13 +251,14 @@ func (b *Broker) drainShares(s *session, c netloop.Client) {
 			}
 			if ea := b.opts.ShareExpiresAfter; ea > 0 && now.Sub(got[0].Time) >= ea {
 				b.bcast.unown(e.offset) // held past broker.share.expires_after
-				b.shareDropped()
+				b.counters.SharesDroppedExpired.Add(1)
 				continue
 			}
 			if e.returned && !b.takeReturned(g.key, e.offset) {
 				b.bcast.unown(e.offset) // already handed over
 				continue
 			}
+			b.counters.SharesDrained.Add(1)
 			if j := b.bcast.owe(s, e.offset, e.size); j >= 0 {
 				s.owed.entries[j].share = g.key
 			}

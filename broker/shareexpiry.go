@@ -10,7 +10,7 @@ func shareExpiryPeriod(expiresAfter time.Duration) time.Duration {
 
 // expireBacklogs drops, from every shared group's backlog, what has waited
 // longer than broker.share.expires_after (RFC 0002 "What a shared group is
-// owed"), counted as no_shared_member: the log lets it go at the next commit
+// owed"), counted as expired: the log lets it go at the next commit
 // and a returned row goes with it, so a backlog nobody came for leaves
 // nothing in the store. The log is read with no lock held.
 func (b *Broker) expireBacklogs(now time.Time) {
@@ -60,7 +60,7 @@ func (b *Broker) expireBacklogs(now time.Time) {
 					taken = append(taken, o.entries[j].offset)
 				}
 				b.bcast.drop(g.standIn, j)
-				b.shareDropped()
+				b.counters.SharesDroppedExpired.Add(1)
 			}
 			b.shares.mu.Unlock()
 			for _, off := range taken {

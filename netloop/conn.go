@@ -145,7 +145,7 @@ func (c *Conn) Version() byte { return byte(c.version.Load()) }
 
 // Deliver queues a delivery and wakes the loop to write it. It never blocks.
 func (c *Conn) Deliver(m *Message, d Delivery) bool {
-	if !c.out.push(outEntry{msg: m, qos: d.QoS, retain: d.Retain, subIDs: d.SubscriptionIDs, offset: d.Offset, pid: d.PacketID, rel: d.Released, dup: d.Dup, share: d.Share}) {
+	if !c.out.push(outEntry{msg: m, qos: d.QoS, retain: d.Retain, subIDs: d.SubscriptionIDs, offset: d.Offset, pid: d.PacketID, rel: d.Released, dup: d.Dup, share: d.Share}, &c.srv.counters) {
 		return false
 	}
 	c.wake()
@@ -332,9 +332,14 @@ func (c *Conn) OnClosed(err error) {
 // read, an MQTT 5 client is sent DISCONNECT reason when send is set, the
 // handler is told, and the transport closes.
 func (c *Conn) end(reason codec.ReasonCode, send, graceful bool) {
-	if c.state.Swap(stateEnding) == stateEnding {
+	prev := c.state.Swap(stateEnding)
+	if prev == stateEnding {
 		return
 	}
+	if prev == stateConnected {
+		c.srv.counters.Connections.Add(-1)
+	}
+	c.srv.counters.countEnd(reason)
 	c.slotRelease()
 	c.outPending.Store(false)
 	if c.attached {
@@ -391,6 +396,7 @@ func (c *Conn) flushScratch(sc *scratch) {
 	}
 	c.t.Write(sc.out)
 	c.handed += int64(len(sc.out))
+	c.srv.counters.BytesSent.Add(uint64(len(sc.out)))
 	sc.out = sc.out[:0]
 	c.noteProgress()
 }
@@ -503,6 +509,7 @@ func (c *Conn) encode(sc *scratch, e outEntry, version byte) {
 		left := e.msg.expiresAt - time.Now().UnixNano()
 		if left <= 0 {
 			p.Properties = codec.Properties{}
+			c.srv.counters.DeliveriesExpired.Add(1)
 			return // expired while it waited: not sent
 		}
 		p.Properties.MessageExpiry = uint32((left + int64(time.Second) - 1) / int64(time.Second))
@@ -523,6 +530,9 @@ func (c *Conn) encode(sc *scratch, e outEntry, version byte) {
 			c.inflightBytes += size
 		}
 		sc.out = p.Append(sc.out, version)
+		c.srv.counters.DeliveriesSent.Add(1)
+	} else {
+		c.srv.counters.DeliveriesTooLarge.Add(1)
 	}
 	if e.msg.Props != nil || len(e.subIDs) > 0 {
 		// Never keep the message's slices, or the identifier's, in scratch:

@@ -31,7 +31,6 @@ type outQueue struct {
 	n       int
 	bytes   int
 	limit   int
-	dropped uint64 // deliveries shed at the bound, for the log and metrics
 	nextSeq uint64
 	closed  bool
 }
@@ -39,8 +38,9 @@ type outQueue struct {
 // push queues e. Past the bound a QoS 0 delivery is shed; a QoS 1 delivery
 // makes room by shedding the oldest entries not yet written (RFC 0002
 // limits.session_queue_bytes: full means the oldest goes), and is itself
-// always queued when nothing else is, however large.
-func (q *outQueue) push(e outEntry) bool {
+// always queued when nothing else is, however large. What is shed is counted
+// in cs.
+func (q *outQueue) push(e outEntry, cs *Counters) bool {
 	size := e.msg.Size()
 	q.mu.Lock()
 	defer q.mu.Unlock()
@@ -49,13 +49,17 @@ func (q *outQueue) push(e outEntry) bool {
 	}
 	if q.bytes+size > q.limit && q.n > 0 {
 		if e.qos == 0 {
-			q.dropped++
+			cs.DeliveriesDropped.Add(1)
 			return false
 		}
 		for q.n > 0 && q.bytes+size > q.limit {
 			old := q.popLocked()
 			q.bytes -= old.msg.Size()
-			q.dropped++
+			if old.qos == 0 {
+				cs.DeliveriesDropped.Add(1)
+			} else {
+				cs.DeliveriesDroppedQueue.Add(1)
+			}
 		}
 	}
 	if q.n == len(q.ring) {

@@ -68,6 +68,7 @@ func (c *Conn) protocolFault(err error, sc *scratch) {
 // the publish to the handler, answering QoS 1 with PUBACK and QoS 2 with
 // PUBREC.
 func (c *Conn) onPublish(h codec.Header, body []byte, sc *scratch) {
+	c.srv.counters.PublishesReceived.Add(1)
 	v := c.Version()
 	p := &sc.publish
 	if err := p.Decode(h, body, v); err != nil {
@@ -103,6 +104,7 @@ func (c *Conn) onPublish(h codec.Header, body []byte, sc *scratch) {
 			// 3.1.1's PUBACK has no code: a refusal closes the connection
 			// rather than acknowledging a discarded record (RFC 0002).
 			c.logWarn("closed: a 3.1.1 publish was refused", "code", "0x"+hex2(byte(code)), "topic", string(p.Topic))
+			c.srv.counters.ConnectionsRefused.Add(ReasonOf(code))
 			c.flushScratch(sc)
 			c.end(0, false, false)
 			return
@@ -127,6 +129,7 @@ func (c *Conn) onPublish(h codec.Header, body []byte, sc *scratch) {
 		if code.IsError() {
 			if v != codec.Version5 {
 				c.logWarn("closed: a 3.1.1 publish was refused", "code", "0x"+hex2(byte(code)), "topic", string(p.Topic))
+				c.srv.counters.ConnectionsRefused.Add(ReasonOf(code))
 				c.flushScratch(sc)
 				c.end(0, false, false)
 				return
@@ -273,6 +276,7 @@ func (c *Conn) onSubscribe(h codec.Header, body []byte, sc *scratch) {
 		sa.ReasonCodes = sa.ReasonCodes[:0]
 		for range s.Subscriptions {
 			sa.ReasonCodes = append(sa.ReasonCodes, codec.ImplementationSpecificError)
+			c.srv.counters.SubscriptionsRefused.Add(ReasonOf(codec.ImplementationSpecificError))
 		}
 		c.reasonString(&sa.Properties, codec.ImplementationSpecificError, "SUBSCRIBE carries a saguin- User Property Sagüin does not read", false)
 		sc.out = sa.Append(sc.out, v)
@@ -299,8 +303,11 @@ func (c *Conn) onSubscribe(h codec.Header, body []byte, sc *scratch) {
 			QoS: f.QoS, NoLocal: f.NoLocal, RetainAsPublished: f.RetainAsPublished, RetainHandling: f.RetainHandling,
 			SubscriptionID: subID,
 		})
-		if code.IsError() && why != "" {
-			refused = append(refused, string(f.Filter)+": "+why)
+		if code.IsError() {
+			c.srv.counters.SubscriptionsRefused.Add(ReasonOf(code)) // before 3.1.1's 0x80 hides it
+			if why != "" {
+				refused = append(refused, string(f.Filter)+": "+why)
+			}
 		}
 		if v != codec.Version5 && code.IsError() {
 			code = codec.SubackFailure311

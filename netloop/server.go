@@ -38,6 +38,8 @@ type Server struct {
 	conns map[*Conn]struct{}
 
 	now atomic.Int64 // the coarse clock the loops stamp activity with, unix nanoseconds
+
+	counters Counters
 }
 
 // New checks opts (after WithDefaults) and returns a Server that is not yet
@@ -161,6 +163,7 @@ func (s *Server) arrive(l *listener, nc net.Conn) {
 	default:
 		// The budget is full (or the broker is stopping): nothing read,
 		// nothing written.
+		s.counters.ConnectionsRefused.Add(ReasonOf(codec.ServerBusy))
 		nc.Close()
 	}
 }
@@ -178,6 +181,7 @@ func (s *Server) overflow(l *listener, nc net.Conn, w *waiter, arrivedAt time.Ti
 	select {
 	case <-s.stop:
 	default:
+		s.counters.ConnectionsRefused.Add(ReasonOf(codec.ServerBusy))
 		answerBusy(nc, arrivedAt.Add(limit))
 	}
 	nc.Close()

@@ -128,6 +128,7 @@ func (e *events) OnTraffic(c gnet.Conn) gnet.Action {
 		// "all". A partial packet must stay for the next call.
 		if n := g.c.OnData(buf); n > 0 {
 			c.Discard(n)
+			e.s.counters.BytesReceived.Add(uint64(n))
 		}
 	}
 	g.c.OnWake()
