@@ -500,7 +500,8 @@ func (s *sessionStore) TakeReturned(group string, offset uint64) (bool, error) {
 	return false, nil
 }
 
-// copyOut copies sessions, groups and the log for a snapshot.
+// copyOut copies sessions, groups and the log for a snapshot: each
+// session's filter list too, which Subscribe changes in place.
 func (s *sessionStore) copyOut() *sessionsState {
 	s.mu.Lock()
 	st := &sessionsState{cursors: map[string]uint64{}, groups: map[string]*groupState{}}
@@ -511,7 +512,7 @@ func (s *sessionStore) copyOut() *sessionsState {
 	sort.Strings(ids)
 	for _, id := range ids {
 		ss := s.sessions[id]
-		st.sessions = append(st.sessions, sessionData{s: ss.s, inflight: append([]store.InFlight(nil), ss.inflight...)})
+		st.sessions = append(st.sessions, sessionData{s: ss.copied(), inflight: append([]store.InFlight(nil), ss.inflight...)})
 		if ss.hasCursor {
 			st.cursors[id] = ss.cursor
 		}
