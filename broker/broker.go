@@ -60,6 +60,10 @@ type Options struct {
 	// them on the loop, the fastest path.
 	SessionsWaitOnDisk bool
 	RetainedWaitOnDisk bool
+	// RetainedWithSessions: Retained lives on the provider Sessions does, so
+	// a retained value that finds it full takes its room from the broadcast
+	// log first (RFC 0002 "Every session's state").
+	RetainedWithSessions bool
 	// RetainedMaxBytes bounds the broker's own retained store (only when
 	// Retained is nil); past it a new retained value is refused 0x97.
 	RetainedMaxBytes int64
@@ -318,7 +322,7 @@ func (b *Broker) Connect(c netloop.Client, req *netloop.ConnectRequest) (bool, c
 	s.awaySince = time.Time{}
 	s.will = will
 	s.receiveMax = 65535
-	if err := b.sessions.Put(s.record()); err != nil {
+	if err := b.putSession(sh, s, !present); err != nil {
 		code := b.connectStoreFailed(req, s, err)
 		if code != codec.Success {
 			s.expiry, s.awaySince, s.will, s.receiveMax = prevExpiry, prevAway, nil, prevReceiveMax
@@ -332,6 +336,9 @@ func (b *Broker) Connect(c netloop.Client, req *netloop.ConnectRequest) (bool, c
 	sh.sessions[req.ClientID] = s
 	s.gen++
 	if present {
+		if err := b.ensureGroupCursors(sh, s); err != nil {
+			b.storageFailed("giving a resumed session's shared group its cursor", s.id, err)
+		}
 		// What it is owed goes before anything live: the unfinished window
 		// first, under its identifiers, then the broadcast log.
 		b.sendCarried(s, c, s.carry)
@@ -383,20 +390,6 @@ func (s *session) expired(now time.Time) bool {
 	return !s.awaySince.IsZero() && !now.Before(s.awaySince.Add(s.expiry))
 }
 
-// record is the session as the store keeps it.
-func (s *session) record() store.Session {
-	r := store.Session{ClientID: s.id, Expiry: s.expiry, DisconnectedAt: s.awaySince, ReceiveMaximum: s.receiveMax, Will: s.will}
-	if len(s.filters) > 0 {
-		r.Subscriptions = make([]store.Subscription, 0, len(s.filters))
-		for f, sub := range s.filters {
-			group, _, _, _ := topic.SplitShared(f)
-			r.Subscriptions = append(r.Subscriptions, store.Subscription{Filter: f, ShareGroup: group, QoS: sub.qos, NoLocal: sub.noLocal,
-				RetainAsPublished: sub.retainAsPublished, RetainHandling: sub.retainHandling, SubscriptionID: sub.id, LogOffset: sub.logOffset})
-		}
-	}
-	return r
-}
-
 // Disconnected ends the connection's hold on its session. The session outlives
 // it by sessionExpiry seconds, or ends now at 0. A connection that was taken
 // over no longer holds the session and changes nothing (invariant 17).
@@ -445,7 +438,7 @@ func (b *Broker) Disconnected(c netloop.Client, sessionExpiry uint32, graceful b
 			s.will.DueAt = now.Add(min(s.will.Delay, s.expiry))
 		}
 	}
-	if err := b.sessions.Put(s.record()); err != nil {
+	if err := b.putSession(sh, s, false); err != nil {
 		b.storageFailed("storing a session as its client left", id, err)
 	} else if s.will != nil {
 		b.log.Debug("Will waiting out its delay", "client_id", id, "due_at", s.will.DueAt)
@@ -476,7 +469,7 @@ func (b *Broker) armExpiry(sh *shard, s *session) {
 		if s.will != nil && !s.will.DueAt.IsZero() && !now.Before(s.will.DueAt) {
 			b.fireWill(s, WillDelayed)
 			s.will = nil
-			if err := b.sessions.Put(s.record()); err != nil {
+			if err := b.putSession(sh, s, false); err != nil {
 				b.storageFailed("removing a published Will", s.id, err)
 			}
 		}
@@ -503,9 +496,11 @@ func (b *Broker) endSession(sh *shard, s *session, why string) {
 	s.ended = true
 	s.will = nil
 	b.stopTimer(s)
-	// What its last connection left unfinished from its groups goes back to
-	// them as a connection-bound member's does (RFC 0003 "Broadcast": any
-	// ending), before the session leaves them.
+	// What its groups handed it from the log goes back to them (giveBack,
+	// below); what its last connection left unfinished from memory goes back
+	// as a connection-bound member's does (RFC 0003 "Broadcast": any ending),
+	// before the session leaves them.
+	back := b.takeShared(s)
 	b.returnToGroups(s, s.carry)
 	b.dropFilters(s)
 	s.carry = nil
@@ -516,7 +511,13 @@ func (b *Broker) endSession(sh *shard, s *session, why string) {
 	if sh.sessions[s.id] == s {
 		delete(sh.sessions, s.id)
 	}
-	if err := b.sessions.End(s.id, nil); err != nil && !errors.Is(err, store.ErrNotFound) {
+	returned := b.giveBack(s, back)
+	err := b.sessions.End(s.id, returned)
+	if store.IsFull(err) && len(returned) > 0 {
+		b.unreturn(returned) // no room even in the reserve: dropped, counted
+		err = b.sessions.End(s.id, nil)
+	}
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
 		b.storageFailed("ending a session", s.id, err)
 	}
 	if why != "" {
@@ -751,7 +752,13 @@ func (b *Broker) Subscribe(c netloop.Client, f []byte, o netloop.SubscribeOption
 	sub := subscription{qos: min(o.QoS, 2), noLocal: o.NoLocal, retainAsPublished: o.RetainAsPublished,
 		retainHandling: o.RetainHandling, id: o.SubscriptionID, logOffset: b.sessions.Log().Next()}
 	s.filters[filter] = sub
-	if err := b.sessions.Put(s.record()); err != nil {
+	var groupCursor uint64
+	if shared && s.expiry > 0 && !b.groupHasCursor(filter) {
+		// The group's first member whose session outlives its connection
+		// brings its cursor, in the write that stores the filter (RFC 0002).
+		groupCursor = b.bcast.log.Next()
+	}
+	if err := b.storeFilter(sh, s, filter, sub, groupCursor); err != nil {
 		// The session is kept as it was: an existing subscription goes on
 		// being served as it was granted.
 		if existed {
@@ -774,10 +781,12 @@ func (b *Broker) Subscribe(c netloop.Client, f []byte, o netloop.SubscribeOption
 		// Nothing retained is sent to a shared subscription (MQTT 5
 		// 4.8.2); what the group holds goes to a member that can take it.
 		g := b.joinShare(filter, inner, s, sub)
-		if s.expiry > 0 {
-			if err := b.ensureGroupCursor(g); err != nil {
-				b.storageFailed("storing a shared group's cursor", id, err)
+		if groupCursor > 0 {
+			b.shares.mu.Lock()
+			if g.saved == 0 {
+				g.saved = groupCursor
 			}
+			b.shares.mu.Unlock()
 		}
 		b.drainShares(s, c)
 		b.bcast.pump(s, c)
@@ -805,16 +814,17 @@ func (b *Broker) Unsubscribe(c netloop.Client, f []byte) codec.ReasonCode {
 	if s == nil || s.client.Load() == nil || s.client.Load().c != c {
 		return codec.NoSubscriptionExisted // taken over: not this connection's session
 	}
-	sub, ok := s.filters[filter]
-	if !ok {
+	if _, ok := s.filters[filter]; !ok {
 		return codec.NoSubscriptionExisted
 	}
-	delete(s.filters, filter)
-	if err := b.sessions.Put(s.record()); err != nil {
-		s.filters[filter] = sub
+	// One filter forgotten, with its group's cursor when this was the
+	// group's last stored holder. A session the store does not hold (one
+	// accepted with no room) has nothing stored to forget.
+	if _, err := b.sessions.Unsubscribe(id, filter); err != nil && !errors.Is(err, store.ErrNotFound) {
 		b.storageFailed("forgetting a subscription", id, err)
 		return codec.ImplementationSpecificError
 	}
+	delete(s.filters, filter)
 	b.counters.Subscriptions.Add(-1)
 	if strings.HasPrefix(filter, topic.SharePrefix) {
 		b.leaveShare(filter, s)

@@ -85,7 +85,9 @@ type Counters struct {
 	// (saguin_shares_dropped_total{cause="expired"}).
 	SharesDroppedExpired atomic.Uint64
 	// SharesDroppedStorageFull: a delivery a group was owed that the
-	// broadcast log's provider had no room to keep
+	// broadcast log's provider had no room to keep, that went from the log's
+	// oldest part to make room, or that an ending member gave back and found
+	// no room even in the reserve
 	// (saguin_shares_dropped_total{cause="storage_full"}).
 	SharesDroppedStorageFull atomic.Uint64
 	// SharesDroppedMemberEnded: QoS 2 shared deliveries whose member ended

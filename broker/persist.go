@@ -146,12 +146,14 @@ func (b *Broker) Restore() error {
 					owners++
 				}
 			}
-			for g, cursor := range groups {
-				if cursor <= e.Offset && e.QoS > 0 && e.OwedTo == "" && topic.Match(g.filter, e.Topic) {
-					g.standIn.owed.entries = append(g.standIn.owed.entries, owedEntry{offset: e.Offset, size: size})
+			for g, rg := range groups {
+				given := rg.returned[e.Offset]
+				if (given || rg.cursor <= e.Offset) && e.QoS > 0 && e.OwedTo == "" && topic.Match(g.filter, e.Topic) {
+					g.standIn.owed.entries = append(g.standIn.owed.entries, owedEntry{offset: e.Offset, size: size, returned: given})
 					g.standIn.owed.bytes += size
 					b.counters.SharesHeld.Add(1)
 					owners++
+					delete(rg.returned, e.Offset)
 				}
 			}
 			b.counters.LogMessages.Add(1)
@@ -164,6 +166,12 @@ func (b *Broker) Restore() error {
 		}
 		batch = got
 		from = got[len(got)-1].Offset + 1
+	}
+	// A returned delivery the log no longer holds is owed to nobody.
+	for g, rg := range groups {
+		for off := range rg.returned {
+			b.takeReturned(g.key, off)
+		}
 	}
 	if len(unowed) > 0 {
 		b.bcast.mu.Lock()
@@ -206,7 +214,7 @@ func (b *Broker) Restore() error {
 		b.publishWill(s.id, stored[indexOf(stored, s.id)].Will, WillStart)
 		sh := b.shard(s.id)
 		sh.mu.Lock()
-		if err := b.sessions.Put(s.record()); err != nil {
+		if err := b.putSession(sh, s, false); err != nil {
 			b.storageFailed("removing a Will published at the start", s.id, err)
 		}
 		sh.mu.Unlock()

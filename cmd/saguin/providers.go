@@ -25,8 +25,11 @@ type storage struct {
 	// to disk, so a write a client waits on leaves the event loop.
 	sessionsOnDisk bool
 	retainedOnDisk bool
-	cancel         context.CancelFunc
-	sweeps         sync.WaitGroup
+	// retainedWithSessions: one provider keeps both, so a retained value
+	// may take its room from the broadcast log.
+	retainedWithSessions bool
+	cancel               context.CancelFunc
+	sweeps               sync.WaitGroup
 }
 
 // openStorage opens the providers the broker's state lives in. On failure
@@ -80,6 +83,7 @@ func openStorage(cfg *config.Config, hooks store.Hooks, log *slog.Logger) (st *s
 	if st.retained, err = rp.Retained(cfg.Broker.Retained.RetentionPeriod); err != nil {
 		return nil, fmt.Errorf("broker.retained.storage: opening the retained store on %s: %w", rp.Name(), err)
 	}
+	st.retainedWithSessions = rp == sp
 	ctx, cancel := context.WithCancel(context.Background())
 	st.cancel = cancel
 	for _, p := range st.providers {
