@@ -139,6 +139,23 @@ func (b *Broker) ensureGroupCursors(sh *shard, s *session) error {
 	return nil
 }
 
+// groupCursorsFailed is what a resuming CONNECT is answered when its groups'
+// cursors could not be created (RFC 0002 CONNACK table): 0x97 for no room
+// (netloop counts it as refused for a full session store), 0x83 for any
+// other failure; 0x00 for none.
+func (b *Broker) groupCursorsFailed(req *netloop.ConnectRequest, err error) codec.ReasonCode {
+	switch {
+	case err == nil:
+		return codec.Success
+	case store.IsFull(err):
+		b.log.Warn("connection refused: the session store has no room for the cursor of a shared group it holds", "client_id", req.ClientID)
+		return codec.QuotaExceeded
+	}
+	b.counters.StorageErrors.Add(1)
+	b.log.Error("session store failed giving a resumed session's shared group its cursor", "client_id", req.ClientID, "error", err)
+	return codec.ImplementationSpecificError
+}
+
 // leaveShare takes s out of the group key; a group left with no member goes,
 // and with it the backlog nobody can collect. Shard lock held.
 func (b *Broker) leaveShare(key string, s *session) {
