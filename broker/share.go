@@ -254,6 +254,7 @@ func (b *Broker) drainShares(s *session, c netloop.Client) {
 		}
 	}
 	b.shares.mu.Unlock()
+	var handed []store.InFlight
 	for _, g := range groups {
 		b.shares.mu.Lock()
 		owed := g.standIn.owed
@@ -278,9 +279,21 @@ func (b *Broker) drainShares(s *session, c netloop.Client) {
 			b.counters.SharesDrained.Add(1)
 			if j := b.bcast.owe(s, e.offset, e.size); j >= 0 {
 				s.owed.entries[j].share = g.key
+				if s.expiry > 0 {
+					handed = append(handed, store.InFlight{Offset: e.offset, PacketID: packetIDFor(e.offset), QoS: got[0].QoS, ShareGroup: g.key})
+				}
 			}
 		}
 		b.bcast.markDirty(s)
+	}
+	// The member's window says which group handed it what, before the
+	// group's cursor passes them at the next commit: a restart owes them to
+	// the member again rather than to nobody (notes-0004
+	// "session_inflight"; a crash between the two re-sends, at least once).
+	if len(handed) > 0 {
+		if err := b.sessions.AddInFlight(s.id, handed); err != nil {
+			b.storageFailed("storing what a shared group handed a member", s.id, err)
+		}
 	}
 }
 
