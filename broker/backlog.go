@@ -276,6 +276,7 @@ func (l *backlog) forget(s *session, gone map[uint64]bool) uint64 {
 	for _, e := range o.entries {
 		if gone[e.offset] {
 			o.bytes -= e.size
+			s.forgetWindow(e)
 			n++
 			continue
 		}
@@ -481,8 +482,22 @@ func (l *backlog) drop(s *session, i int) {
 	if e.sent {
 		o.sentBytes -= e.size
 	}
+	s.forgetWindow(e)
 	l.unown(e.offset)
 	l.markDirty(s)
+}
+
+// forgetWindow queues the stored window entry of e, if it has one - a QoS 2
+// delivery whose PUBREC was stored, or one a shared group handed s - to be
+// deleted with the cursor's next write. Shard lock held.
+func (s *session) forgetWindow(e owedEntry) {
+	switch {
+	case s.group != nil:
+	case e.released:
+		s.done = append(s.done, store.InFlightKey{PacketID: e.pid, Offset: e.offset})
+	case e.share != "":
+		s.done = append(s.done, store.InFlightKey{PacketID: packetIDFor(e.offset), Offset: e.offset})
+	}
 }
 
 // unown records that one session no longer owes offset.
@@ -616,7 +631,7 @@ func (b *Broker) Received(c netloop.Client, offset uint64, packetID uint16) bool
 	if i < 0 || s.owed.entries[i].released {
 		return true
 	}
-	err := b.sessions.AddInFlight(s.id, []store.InFlight{{Offset: offset, PacketID: packetID, QoS: 2, Released: true}})
+	err := b.sessions.AddInFlight(s.id, []store.InFlight{{Offset: offset, PacketID: packetID, QoS: 2, Released: true, ShareGroup: s.owed.entries[i].share}})
 	if err != nil {
 		b.storageFailed("storing a QoS 2 delivery's PUBREC", s.id, err)
 		return false
@@ -667,10 +682,6 @@ func (b *Broker) Acked(c netloop.Client, offset uint64) {
 		return
 	}
 	if i := s.owed.find(offset); i >= 0 {
-		if e := s.owed.entries[i]; e.released {
-			// Its stored window entry goes with the cursor, at the next commit.
-			s.done = append(s.done, store.InFlightKey{PacketID: e.pid, Offset: e.offset})
-		}
 		b.bcast.drop(s, i)
 		b.bcast.pump(s, c) // the room it made is used at once
 	}

@@ -322,23 +322,27 @@ func (b *Broker) Connect(c netloop.Client, req *netloop.ConnectRequest) (bool, c
 	s.awaySince = time.Time{}
 	s.will = will
 	s.receiveMax = 65535
-	if err := b.putSession(sh, s, !present); err != nil {
-		code := b.connectStoreFailed(req, s, err)
-		if code != codec.Success {
-			s.expiry, s.awaySince, s.will, s.receiveMax = prevExpiry, prevAway, nil, prevReceiveMax
-			if present {
-				b.armExpiry(sh, s)
-			}
-			sh.mu.Unlock()
-			return false, code
+	code := codec.Success
+	if present {
+		// Before the record: a refusal here leaves the store as it was.
+		code = b.groupCursorsFailed(req, b.ensureGroupCursors(sh, s))
+	}
+	if code == codec.Success {
+		if err := b.putSession(sh, s, !present); err != nil {
+			code = b.connectStoreFailed(req, s, err)
 		}
+	}
+	if code != codec.Success {
+		s.expiry, s.awaySince, s.will, s.receiveMax = prevExpiry, prevAway, nil, prevReceiveMax
+		if present {
+			b.armExpiry(sh, s)
+		}
+		sh.mu.Unlock()
+		return false, code
 	}
 	sh.sessions[req.ClientID] = s
 	s.gen++
 	if present {
-		if err := b.ensureGroupCursors(sh, s); err != nil {
-			b.storageFailed("giving a resumed session's shared group its cursor", s.id, err)
-		}
 		// What it is owed goes before anything live: the unfinished window
 		// first, under its identifiers, then the broadcast log.
 		b.sendCarried(s, c, s.carry)

@@ -96,3 +96,31 @@ func TestBacklogHeldPastShareExpiresAfterLeavesTheLog(t *testing.T) {
 	connectAs(t, b, back, false, 3600, nil)
 	back.waitPayloads(t, "new")
 }
+
+// A backlogged delivery a group handed a member is written into the member's
+// window, so a restart - which finds the group's cursor past it - owes it to
+// that member again, not to nobody (notes-0004 "session_inflight": the
+// shared group that handed it over).
+func TestDeliveryAGroupHandedAMemberIsOwedToItAgainAfterARestart(t *testing.T) {
+	st := newStores(t, 0)
+	b := st.broker(t, Options{})
+	a := shareMember(t, b, "m-a", 60)
+	b.Disconnected(a, 60, false)
+	publish(b, "p", "jobs/x", "job", 1, false)
+	back := &ackClient{id: "m-a"}
+	connectAs(t, b, back, false, 60, nil)
+	back.waitPayloads(t, "job") // never acknowledged
+	b.Disconnected(back, 60, false)
+	b = st.restart(t, b, Options{})
+	if c, ok, _ := st.sessions.GroupCursor(jobsGroup); !ok || c <= back.offsets[0] {
+		t.Fatalf("group cursor %d %v: the test needs it past the handed delivery %d", c, ok, back.offsets[0])
+	}
+	again := &ackClient{id: "m-a"}
+	connectAs(t, b, again, false, 60, nil)
+	again.waitPayloads(t, "job")
+	b.Acked(again, again.offsets[0])
+	b.Close()
+	if inf, _ := st.sessions.InFlight("m-a"); len(inf) != 0 {
+		t.Fatalf("the window still holds %+v after the acknowledgement was stored", inf)
+	}
+}

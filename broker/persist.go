@@ -120,6 +120,23 @@ func (b *Broker) Restore() error {
 	if err != nil {
 		return fmt.Errorf("reading the shared groups' cursors: %w", err)
 	}
+	// Each kept session's stored window: the QoS 2 deliveries whose PUBREC
+	// was stored, and what shared groups handed it - owed to it again, the
+	// group's cursor having passed them.
+	windows := make(map[*session][]store.InFlight, len(restored))
+	handed := map[uint64][]*session{}
+	for _, k := range restored {
+		window, err := b.sessions.InFlight(k.s.id)
+		if err != nil {
+			return fmt.Errorf("reading session %q's window: %w", k.s.id, err)
+		}
+		windows[k.s] = window
+		for _, f := range window {
+			if f.ShareGroup != "" {
+				handed[f.Offset] = append(handed[f.Offset], k.s)
+			}
+		}
+	}
 	// Owed messages, before any Will is published into the log.
 	var batch []store.BroadcastEntry
 	var unowed []uint64
@@ -145,6 +162,20 @@ func (b *Broker) Restore() error {
 					k.s.owed.bytes += size
 					owners++
 				}
+			}
+			for _, s := range handed[e.Offset] {
+				if n := len(s.owed.entries); n > 0 && s.owed.entries[n-1].offset == e.Offset {
+					continue // its own filter owes it too: one entry per offset
+				}
+				share := ""
+				for _, f := range windows[s] {
+					if f.Offset == e.Offset && f.ShareGroup != "" {
+						share = f.ShareGroup
+					}
+				}
+				s.owed.entries = append(s.owed.entries, owedEntry{offset: e.Offset, size: size, maybeSent: true, share: share})
+				s.owed.bytes += size
+				owners++
 			}
 			for g, rg := range groups {
 				given := rg.returned[e.Offset]
@@ -181,11 +212,7 @@ func (b *Broker) Restore() error {
 	}
 	// A QoS 2 delivery whose PUBREC was stored resumes at its PUBREL.
 	for _, k := range restored {
-		window, err := b.sessions.InFlight(k.s.id)
-		if err != nil {
-			return fmt.Errorf("reading session %q's window: %w", k.s.id, err)
-		}
-		for _, f := range window {
+		for _, f := range windows[k.s] {
 			if i := k.s.owed.find(f.Offset); i >= 0 && f.Released {
 				k.s.owed.entries[i].released, k.s.owed.entries[i].pid = true, f.PacketID
 				k.s.owed.entries[i].maybeSent = true

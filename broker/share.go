@@ -139,6 +139,23 @@ func (b *Broker) ensureGroupCursors(sh *shard, s *session) error {
 	return nil
 }
 
+// groupCursorsFailed is what a resuming CONNECT is answered when its groups'
+// cursors could not be created (RFC 0002 CONNACK table): 0x97 for no room
+// (netloop counts it as refused for a full session store), 0x83 for any
+// other failure; 0x00 for none.
+func (b *Broker) groupCursorsFailed(req *netloop.ConnectRequest, err error) codec.ReasonCode {
+	switch {
+	case err == nil:
+		return codec.Success
+	case store.IsFull(err):
+		b.log.Warn("connection refused: the session store has no room for the cursor of a shared group it holds", "client_id", req.ClientID)
+		return codec.QuotaExceeded
+	}
+	b.counters.StorageErrors.Add(1)
+	b.log.Error("session store failed giving a resumed session's shared group its cursor", "client_id", req.ClientID, "error", err)
+	return codec.ImplementationSpecificError
+}
+
 // leaveShare takes s out of the group key; a group left with no member goes,
 // and with it the backlog nobody can collect. Shard lock held.
 func (b *Broker) leaveShare(key string, s *session) {
@@ -237,6 +254,7 @@ func (b *Broker) drainShares(s *session, c netloop.Client) {
 		}
 	}
 	b.shares.mu.Unlock()
+	var handed []store.InFlight
 	for _, g := range groups {
 		b.shares.mu.Lock()
 		owed := g.standIn.owed
@@ -261,9 +279,21 @@ func (b *Broker) drainShares(s *session, c netloop.Client) {
 			b.counters.SharesDrained.Add(1)
 			if j := b.bcast.owe(s, e.offset, e.size); j >= 0 {
 				s.owed.entries[j].share = g.key
+				if s.expiry > 0 {
+					handed = append(handed, store.InFlight{Offset: e.offset, PacketID: packetIDFor(e.offset), QoS: got[0].QoS, ShareGroup: g.key})
+				}
 			}
 		}
 		b.bcast.markDirty(s)
+	}
+	// The member's window says which group handed it what, before the
+	// group's cursor passes them at the next commit: a restart owes them to
+	// the member again rather than to nobody (notes-0004
+	// "session_inflight"; a crash between the two re-sends, at least once).
+	if len(handed) > 0 {
+		if err := b.sessions.AddInFlight(s.id, handed); err != nil {
+			b.storageFailed("storing what a shared group handed a member", s.id, err)
+		}
 	}
 }
 

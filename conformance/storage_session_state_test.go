@@ -165,3 +165,44 @@ func TestFullProviderGivesUpTheBroadcastLogBeforeRefusingASessionOrAFilter(t *te
 		}
 	}
 }
+
+// TestSnapshotDeliveryAGroupHandedAMemberIsResentToItAfterSIGTERM: RFC 0003
+// "Broadcast" - a member handed a group's backlogged delivery that leaves
+// without acknowledging it is sent it again when it resumes after a
+// restart, though the group's cursor, stored at the stop, has passed it.
+func TestSnapshotDeliveryAGroupHandedAMemberIsResentToItAfterSIGTERM(t *testing.T) {
+	dir := t.TempDir()
+	b := startStored(t, dir, "snapshot")
+	m := dialRaw(t, b.addr, codec.Version5)
+	m.mustConnect("member", persistent(codec.Version5))
+	if codes := m.subscribe(1, "$share/g/jobs/#", 1); codes[0] != 1 {
+		t.Fatalf("SUBACK %v", codes)
+	}
+	m.send((&codec.Disconnect{}).Append(nil, codec.Version5))
+	if b.log.wait(regexp.MustCompile(`msg="disconnected[^"]*".*client_id=member`), waitLong) == "" {
+		t.Fatal("the broker never saw the member leave")
+	}
+	pub := dialRaw(t, b.addr, codec.Version5)
+	pub.mustConnect("pub", nil)
+	pub.publish("jobs/x", []byte("job"), 1, 1)
+	pub.expectPuback(1)
+	m = dialRaw(t, b.addr, codec.Version5)
+	m.mustConnect("member", persistent(codec.Version5))
+	if p := m.expectPublish(); string(p.Payload) != "job" {
+		t.Fatalf("the member got %q, want the group's backlog", p.Payload)
+	}
+	// Never acknowledged. Whether the stop finds the member gone or still
+	// connected, its session is kept with the delivery owed.
+	m.disconnect()
+	b.stop()
+	b = startStored(t, dir, "snapshot")
+	m = dialRaw(t, b.addr, codec.Version5)
+	if ack := m.mustConnect("member", persistent(codec.Version5)); !ack.SessionPresent {
+		t.Fatal("Session Present 0 after SIGTERM")
+	}
+	p := m.expectPublish()
+	if string(p.Payload) != "job" || !p.Dup {
+		t.Fatalf("after the restart the member got %q dup=%v, want the unacknowledged delivery again with DUP", p.Payload, p.Dup)
+	}
+	m.ackPublish(p)
+}
