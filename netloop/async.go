@@ -72,8 +72,7 @@ type pendingCall struct {
 
 // waits reports whether the handler says call may wait on storage.
 func (c *Conn) waits(call Call, qos byte, retain bool) bool {
-	w, ok := c.srv.opts.Handler.(StoreWaiter)
-	return ok && w.Waits(call, qos, retain)
+	return c.srv.waiter != nil && c.srv.waiter.Waits(call, qos, retain)
 }
 
 // goWait starts pc off the loop; the connection reads nothing more until it

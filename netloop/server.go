@@ -27,6 +27,9 @@ type Server struct {
 	adm   *admission
 	loop  *gnet.Client // the event loops; accept is ours (see acceptLoop)
 	doors []*listener
+	// waiter is the handler's StoreWaiter, nil when it has none: asked for
+	// every packet that may wait, so the type is looked at once.
+	waiter StoreWaiter
 
 	stopOnce sync.Once
 	stopErr  error
@@ -57,6 +60,7 @@ func New(opts Options) (*Server, error) {
 		tickStop: make(chan struct{}),
 		conns:    make(map[*Conn]struct{}),
 	}
+	s.waiter, _ = opts.Handler.(StoreWaiter)
 	s.now.Store(time.Now().UnixNano())
 	return s, nil
 }
