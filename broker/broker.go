@@ -53,6 +53,13 @@ type Options struct {
 	// Retained is broker.retained's store; nil gives the broker a memory
 	// store of its own bounded by RetainedMaxBytes.
 	Retained store.Retained
+	// SessionsWaitOnDisk and RetainedWaitOnDisk say that a write to Sessions
+	// (its broadcast log included) or to Retained waits for a commit to
+	// disk: the calls that make one then run off the connection's loop
+	// (Waits). False - a memory provider, which only takes a lock - keeps
+	// them on the loop, the fastest path.
+	SessionsWaitOnDisk bool
+	RetainedWaitOnDisk bool
 	// RetainedWithSessions: Retained lives on the provider Sessions does, so
 	// a retained value that finds it full takes its room from the broadcast
 	// log first (RFC 0002 "Every session's state").

@@ -144,16 +144,23 @@ func (c *Conn) onConnect(h codec.Header, body []byte, sc *scratch) {
 	c.id.Store(&id)
 	c.sessionExpiry = granted
 
-	req := ConnectRequest{
-		Version:       v,
-		ClientID:      id,
-		CleanStart:    cp.CleanStart,
-		SessionExpiry: granted,
-		Username:      cp.Username,
-		Password:      cp.Password,
-		Door:          c.door,
-		Remote:        c.t.RemoteAddr(),
+	plan := connackPlan{keepalive: keepalive, serverKeepAlive: serverKeepAlive, asked: asked, granted: granted,
+		capped: asked > maxExpiry, assigned: assigned, cleanStart: cp.CleanStart}
+	if c.waits(CallConnect, 0, false) {
+		// The session record is written before the CONNACK: off the loop,
+		// with the CONNECT's bytes copied out of the read buffer.
+		cl := cp.Clone()
+		pc := &pendingCall{kind: CallConnect, plan: plan}
+		pc.req = c.connectRequest(cl, id, granted)
+		if cl.WillFlag {
+			pc.req.Will = &codec.Publish{QoS: cl.WillQoS, Retain: cl.WillRetain, Topic: cl.WillTopic,
+				Payload: cl.WillPayload, Properties: cl.WillProperties}
+		}
+		c.state.Store(stateConnecting)
+		c.goWait(pc)
+		return
 	}
+	req := c.connectRequest(cp, id, granted)
 	if cp.WillFlag {
 		w := &sc.publish
 		w.Dup, w.QoS, w.Retain, w.PacketID = false, cp.WillQoS, cp.WillRetain, 0
@@ -163,6 +170,50 @@ func (c *Conn) onConnect(h codec.Header, body []byte, sc *scratch) {
 		defer func() { w.Properties = codec.Properties{} }() // the CONNECT's slices stay the CONNECT's
 	}
 	present, code := o.Handler.Connect(c, &req)
+	c.connectAnswered(sc, &req, &plan, present, code)
+}
+
+// connackPlan is what a CONNACK says beside the handler's answer, decided
+// before the handler is asked.
+type connackPlan struct {
+	keepalive       uint16
+	serverKeepAlive bool
+	asked, granted  uint32 // Session Expiry asked for and granted
+	capped          bool   // max_session_expiry granted less than asked
+	assigned        bool   // the client identifier is ours
+	cleanStart      bool
+}
+
+// connectRequest is what the handler is given of cp.
+func (c *Conn) connectRequest(cp *codec.Connect, id string, granted uint32) ConnectRequest {
+	return ConnectRequest{
+		Version:       cp.Version,
+		ClientID:      id,
+		CleanStart:    cp.CleanStart,
+		SessionExpiry: granted,
+		Username:      cp.Username,
+		Password:      cp.Password,
+		Door:          c.door,
+		Remote:        c.t.RemoteAddr(),
+	}
+}
+
+// attachConnected records that the handler took the connection: from here
+// its end is the handler's to hear. A session store with no room may have
+// shortened the Session Expiry, which the CONNACK then tells.
+func (c *Conn) attachConnected(req *ConnectRequest, plan *connackPlan) {
+	if req.SessionExpiryShortened && req.SessionExpiry < plan.granted {
+		plan.granted = req.SessionExpiry
+		c.sessionExpiry = plan.granted
+		plan.asked = max(plan.asked, plan.granted+1) // the CONNACK tells an MQTT 5 client what it got
+	}
+	c.attached = true
+}
+
+// connectAnswered writes the CONNACK for the handler's answer to a CONNECT.
+func (c *Conn) connectAnswered(sc *scratch, req *ConnectRequest, plan *connackPlan, present bool, code codec.ReasonCode) {
+	o := &c.srv.opts
+	v := req.Version
 	if code != codec.Success {
 		reason := ReasonOf(code)
 		if code == codec.QuotaExceeded {
@@ -174,18 +225,13 @@ func (c *Conn) onConnect(h codec.Header, body []byte, sc *scratch) {
 	cs := &c.srv.counters
 	cs.ConnectionsTotal.Add(1)
 	cs.Connections.Add(1)
-	if asked > maxExpiry {
+	if plan.capped {
 		cs.SessionExpiryShortened.Add(1)
 	}
-	if req.SessionExpiryShortened && req.SessionExpiry < granted {
-		granted = req.SessionExpiry
-		c.sessionExpiry = granted
-		asked = max(asked, granted+1) // the CONNACK tells an MQTT 5 client what it got
-	}
-	c.attached = true
+	c.attachConnected(req, plan)
 	c.state.Store(stateConnected)
-	if keepalive > 0 {
-		c.keepaliveNS.Store(int64(keepalive) * int64(time.Second) * 3 / 2)
+	if plan.keepalive > 0 {
+		c.keepaliveNS.Store(int64(plan.keepalive) * int64(time.Second) * 3 / 2)
 	}
 
 	ack := &sc.connack
@@ -204,23 +250,23 @@ func (c *Conn) onConnect(h codec.Header, body []byte, sc *scratch) {
 			pr.RetainAvailable = 0
 			pr.Present.Set(codec.PropRetainAvailable)
 		}
-		if asked > granted {
-			pr.SessionExpiry = granted
+		if plan.asked > plan.granted {
+			pr.SessionExpiry = plan.granted
 			pr.Present.Set(codec.PropSessionExpiry)
 		}
-		if serverKeepAlive {
-			pr.ServerKeepAlive = keepalive
+		if plan.serverKeepAlive {
+			pr.ServerKeepAlive = plan.keepalive
 			pr.Present.Set(codec.PropServerKeepAlive)
 		}
-		if assigned {
-			pr.AssignedClientID = []byte(id)
+		if plan.assigned {
+			pr.AssignedClientID = []byte(req.ClientID)
 			pr.Present.Set(codec.PropAssignedClientID)
 		}
 	}
 	sc.out = ack.Append(sc.out, v)
 	ack.Properties.Reset()
-	c.logInfo("client connected", "protocol", protocolName(v), "clean_start", cp.CleanStart,
-		"keepalive", keepalive, "session_expiry", granted, "session_present", present)
+	c.logInfo("client connected", "protocol", protocolName(v), "clean_start", plan.cleanStart,
+		"keepalive", plan.keepalive, "session_expiry", plan.granted, "session_present", present)
 }
 
 // answerable311 reports the CONNECT refusals RFC 0002 gives a 3.1.1 return

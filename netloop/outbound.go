@@ -125,6 +125,14 @@ func (q *outQueue) popThrough(seq uint64) {
 	}
 }
 
+// last is the position of the newest entry ever queued: entries queued later
+// have higher ones.
+func (q *outQueue) last() uint64 {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.nextSeq
+}
+
 // len is how many entries wait.
 func (q *outQueue) len() int {
 	q.mu.Lock()

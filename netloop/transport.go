@@ -122,8 +122,12 @@ func (e *events) OnTraffic(c gnet.Conn) gnet.Action {
 	if !ok {
 		return gnet.Close
 	}
-	// A Wake arrives here too, usually with nothing new to read.
-	if buf, _ := c.Peek(-1); len(buf) > 0 {
+	// A Wake arrives here too, usually with nothing new to read. While a
+	// call is out the input stays in gnet's buffer, unpeeked: Waiting
+	// checks its size against the bound before gnet keeps this read.
+	if g.c.Waiting(c.InboundBuffered()) {
+		// nothing is read until the call is answered
+	} else if buf, _ := c.Peek(-1); len(buf) > 0 {
 		// Discard(0) would drop everything buffered: gnet reads n <= 0 as
 		// "all". A partial packet must stay for the next call.
 		if n := g.c.OnData(buf); n > 0 {

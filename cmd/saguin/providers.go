@@ -21,6 +21,10 @@ type storage struct {
 	providers []store.Provider
 	sessions  store.Sessions
 	retained  store.Retained
+	// sessionsOnDisk and retainedOnDisk: the provider behind each commits
+	// to disk, so a write a client waits on leaves the event loop.
+	sessionsOnDisk bool
+	retainedOnDisk bool
 	// retainedWithSessions: one provider keeps both, so a retained value
 	// may take its room from the broadcast log.
 	retainedWithSessions bool
@@ -67,6 +71,7 @@ func openStorage(cfg *config.Config, hooks store.Hooks, log *slog.Logger) (st *s
 	if err != nil {
 		return nil, fmt.Errorf("broker.session.storage: %w", err)
 	}
+	st.sessionsOnDisk = sp.Type() == config.ProviderSQLite
 	if st.sessions, err = sp.Sessions(); err != nil {
 		return nil, fmt.Errorf("broker.session.storage: opening the session store on %s: %w", sp.Name(), err)
 	}
@@ -74,6 +79,7 @@ func openStorage(cfg *config.Config, hooks store.Hooks, log *slog.Logger) (st *s
 	if err != nil {
 		return nil, fmt.Errorf("broker.retained.storage: %w", err)
 	}
+	st.retainedOnDisk = rp.Type() == config.ProviderSQLite
 	if st.retained, err = rp.Retained(cfg.Broker.Retained.RetentionPeriod); err != nil {
 		return nil, fmt.Errorf("broker.retained.storage: opening the retained store on %s: %w", rp.Name(), err)
 	}

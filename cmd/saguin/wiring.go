@@ -74,6 +74,10 @@ func brokerOptions(cfg *config.Config, st *storage, log *slog.Logger) broker.Opt
 		Sessions:             st.sessions,
 		Retained:             st.retained,
 		RetainedWithSessions: st.retainedWithSessions,
-		Logger:               log,
+		// A sqlite provider waits for a commit: what a client waits on
+		// there is written off the event loop (netloop.StoreWaiter).
+		SessionsWaitOnDisk: st.sessionsOnDisk,
+		RetainedWaitOnDisk: st.retainedOnDisk,
+		Logger:             log,
 	}
 }
