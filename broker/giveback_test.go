@@ -124,3 +124,29 @@ func TestDeliveryAGroupHandedAMemberIsOwedToItAgainAfterARestart(t *testing.T) {
 		t.Fatalf("the window still holds %+v after the acknowledgement was stored", inf)
 	}
 }
+
+// A member whose session expired while the broker was down gives back, at
+// the start that ends it, what its group handed it and it never
+// acknowledged: the group's other member is sent it.
+func TestMemberThatExpiredWhileStoppedGivesItsGroupDeliveriesBack(t *testing.T) {
+	now := time.Unix(1_700_000_000, 0)
+	st := newStores(t, 0)
+	b := st.broker(t, Options{Now: func() time.Time { return now }})
+	a := shareMember(t, b, "m-a", 60)
+	other := shareMember(t, b, "m-b", 3600)
+	b.Disconnected(a, 60, false)
+	b.Disconnected(other, 3600, false)
+	publish(b, "p", "jobs/x", "job", 1, false)
+	back := &ackClient{id: "m-a"}
+	connectAs(t, b, back, false, 60, nil)
+	back.waitPayloads(t, "job") // never acknowledged
+	b.Disconnected(back, 60, false)
+	later := now.Add(10 * time.Minute) // m-a's 60 s run out while stopped
+	b = st.restart(t, b, Options{Now: func() time.Time { return later }})
+	if _, ok, _ := st.sessions.Get("m-a"); ok {
+		t.Fatal("the expired member's session is still stored")
+	}
+	b2 := &ackClient{id: "m-b"}
+	connectAs(t, b, b2, false, 3600, nil)
+	b2.waitPayloads(t, "job")
+}

@@ -137,6 +137,11 @@ func (b *Broker) Restore() error {
 			}
 		}
 	}
+	givenBack, err := b.expiredGiveBack(expired)
+	if err != nil {
+		return err
+	}
+	returnedBy := map[*session][]store.Returned{}
 	// Owed messages, before any Will is published into the log.
 	var batch []store.BroadcastEntry
 	var unowed []uint64
@@ -176,6 +181,16 @@ func (b *Broker) Restore() error {
 				s.owed.entries = append(s.owed.entries, owedEntry{offset: e.Offset, size: size, maybeSent: true, share: share})
 				s.owed.bytes += size
 				owners++
+			}
+			for _, x := range givenBack[e.Offset] {
+				o := &x.g.standIn.owed
+				if n := len(o.entries); n > 0 && o.entries[n-1].offset == e.Offset {
+					continue // the group owes it still: nothing to give back
+				}
+				o.entries = append(o.entries, owedEntry{offset: e.Offset, size: size, returned: true})
+				o.bytes += size
+				owners++
+				returnedBy[x.s] = append(returnedBy[x.s], store.Returned{Group: x.g.key, Offset: e.Offset})
 			}
 			for g, rg := range groups {
 				given := rg.returned[e.Offset]
@@ -233,7 +248,12 @@ func (b *Broker) Restore() error {
 		if s.will != nil && !s.will.DueAt.IsZero() {
 			b.publishWill(s.id, s.will, WillStart) // before the record goes: at least once
 		}
-		if err := b.sessions.End(s.id, nil); err != nil {
+		err := b.sessions.End(s.id, returnedBy[s])
+		if store.IsFull(err) && len(returnedBy[s]) > 0 {
+			b.unreturn(returnedBy[s]) // no room even in the reserve: dropped, counted
+			err = b.sessions.End(s.id, nil)
+		}
+		if err != nil {
 			return fmt.Errorf("ending session %q, which expired while the broker was down: %w", s.id, err)
 		}
 	}
@@ -288,4 +308,46 @@ func (s *session) owedAtPublish(r *store.Record, offset uint64) bool {
 		}
 	}
 	return false
+}
+
+// handedBack is a delivery a group handed a session that expired while the
+// broker was down, to be given back to the group.
+type handedBack struct {
+	s *session
+	g *shareGroup
+}
+
+// expiredGiveBack reads the windows of the sessions that expired while the
+// broker was down for what their groups handed them (RFC 0003 "Broadcast":
+// any ending gives it back): a QoS 1 delivery goes back to a group a member
+// of which outlives its connection, by offset; a QoS 2 one with no PUBREC is
+// dropped, counted member_ended; one to a group with no such member is
+// dropped, counted (the log releases it, owed to nobody).
+func (b *Broker) expiredGiveBack(expired []*session) (map[uint64][]handedBack, error) {
+	out := map[uint64][]handedBack{}
+	for _, s := range expired {
+		window, err := b.sessions.InFlight(s.id)
+		if err != nil {
+			return nil, fmt.Errorf("reading session %q's window: %w", s.id, err)
+		}
+		for _, f := range window {
+			if f.ShareGroup == "" || f.Released {
+				continue
+			}
+			if f.QoS == 2 {
+				b.counters.SharesDroppedMemberEnded.Add(1)
+				continue
+			}
+			b.shares.mu.Lock()
+			g := b.shares.groups[f.ShareGroup]
+			keep := g != nil && g.durable()
+			b.shares.mu.Unlock()
+			if !keep {
+				b.shareDropped()
+				continue
+			}
+			out[f.Offset] = append(out[f.Offset], handedBack{s, g})
+		}
+	}
+	return out, nil
 }
