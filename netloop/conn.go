@@ -286,6 +286,12 @@ func (c *Conn) OnData(buf []byte) int {
 	if c.state.Load() == stateEnding {
 		return len(buf) // nothing more is read from an ending connection
 	}
+	if c.woken.Load() && c.state.Load() == stateConnected {
+		// Deliveries queued before these bytes were read go out before
+		// what answers them: the wake that would write them may be served
+		// after this read, and a PINGRESP would then overtake them.
+		c.flush()
+	}
 	now := c.srv.now.Load()
 	c.lastRead.Store(now)
 	sc := scratchPool.Get().(*scratch)
