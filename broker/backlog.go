@@ -711,9 +711,11 @@ func (l *backlog) cursor(s *session) uint64 {
 	return l.log.Next()
 }
 
-// detach stores the cursor of a session whose connection ended, so a clean
-// DISCONNECT or a stop leaves every acknowledgement stored. Shard lock held.
-func (l *backlog) detach(s *session) {
+// detach forgets the window of a session whose connection ended and says
+// what to store for it - the completed QoS 2 entries and the cursor - so a
+// clean DISCONNECT or a stop leaves every acknowledgement stored
+// (Broker.storeCursor, made by the caller). Shard lock held.
+func (l *backlog) detach(s *session) (done []store.InFlightKey, cursor uint64) {
 	// The connection's window is gone with it: what it held comes back
 	// through the session's carry, the rest is sent again from the log.
 	for i := range s.owed.entries {
@@ -722,14 +724,12 @@ func (l *backlog) detach(s *session) {
 		}
 	}
 	s.owed.sentBytes = 0
-	done := s.done
+	done = s.done
 	s.done = nil
-	if err := l.b.sessions.Ack(s.id, done, l.cursor(s)); err != nil && !errors.Is(err, store.ErrNotFound) {
-		l.b.storageFailed("storing a session's cursor", s.id, err)
-	}
 	l.mu.Lock()
 	delete(l.dirty, s)
 	l.mu.Unlock()
+	return done, l.cursor(s)
 }
 
 // end forgets what an ending session was owed. Shard lock held.

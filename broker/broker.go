@@ -60,6 +60,12 @@ type Options struct {
 	// them on the loop, the fastest path.
 	SessionsWaitOnDisk bool
 	RetainedWaitOnDisk bool
+	// AwaitClient, when set, marks a client id as waiting on the session
+	// store until the returned func is called: its writes already queued -
+	// its last connection's disconnect, its session's ending - and every
+	// later one go first (sqlite.Provider.AwaitClient, notes-0004 "Group
+	// commit", takeover). A CONNECT holds it until its record is written.
+	AwaitClient func(clientID string) (release func())
 	// RetainedWithSessions: Retained lives on the provider Sessions does, so
 	// a retained value that finds it full takes its room from the broadcast
 	// log first (RFC 0002 "Every session's state").
@@ -108,6 +114,9 @@ type Broker struct {
 	bcast    backlog
 	shares   shares
 	budgets  *budgets // nil when neither publish_rate nor publish_bytes is set
+	// later orders the writes no client waits on per client id, off the
+	// event loops, on a provider that commits to disk.
+	later laterWrites
 	// stopping is set by Stop: the connections a graceful stop ends are not
 	// devices dying, so no Will falls due and no session ends for them.
 	stopping atomic.Bool
@@ -279,7 +288,8 @@ func (b *Broker) Connect(c netloop.Client, req *netloop.ConnectRequest) (bool, c
 		will = willOf(req)
 	}
 	sh := b.shard(req.ClientID)
-	sh.mu.Lock()
+	release := b.lockSettled(sh, req.ClientID)
+	defer release()
 	s := sh.sessions[req.ClientID]
 	var old netloop.Client
 	if s != nil {
@@ -288,7 +298,7 @@ func (b *Broker) Connect(c netloop.Client, req *netloop.ConnectRequest) (bool, c
 		}
 	}
 	if s != nil && old == nil && s.expired(now) {
-		b.endSession(sh, s, "expired")
+		b.endSession(sh, s, "expired", false)
 		s = nil
 	}
 	if s != nil && old != nil {
@@ -299,12 +309,12 @@ func (b *Broker) Connect(c netloop.Client, req *netloop.ConnectRequest) (bool, c
 		}
 		s.will = nil
 		if s.expiry == 0 {
-			b.endSession(sh, s, "taken over")
+			b.endSession(sh, s, "taken over", false)
 			s = nil
 		}
 	}
 	if s != nil && req.CleanStart {
-		b.endSession(sh, s, "clean start") // publishes a Will waiting on it
+		b.endSession(sh, s, "clean start", false) // publishes a Will waiting on it
 		s = nil
 	}
 	present := s != nil
@@ -397,6 +407,12 @@ func (s *session) expired(now time.Time) bool {
 // Disconnected ends the connection's hold on its session. The session outlives
 // it by sessionExpiry seconds, or ends now at 0. A connection that was taken
 // over no longer holds the session and changes nothing (invariant 17).
+//
+// It runs on the connection's event loop, and no client waits for what it
+// stores: the session is detached in memory here, under its shard lock, so
+// whatever comes next for the client id finds the end already made, and the
+// writes - the cursor, then the record or the ending - are queued behind the
+// id's earlier ones (storeLater), never waited for on the loop.
 func (b *Broker) Disconnected(c netloop.Client, sessionExpiry uint32, graceful bool) {
 	id := c.ClientID()
 	sh := b.shard(id)
@@ -412,7 +428,8 @@ func (b *Broker) Disconnected(c netloop.Client, sessionExpiry uint32, graceful b
 	}
 	s.client.Store(nil)
 	s.gen++
-	b.bcast.detach(s)
+	done, cursor := b.bcast.detach(s)
+	b.storeLater(sh, id, func(*shard) { b.storeCursor(id, done, cursor) })
 	if b.stopping.Load() {
 		// A broker stopping is not a device dying: the session is kept as a
 		// connected client's, its Will with no due moment (RFC 0003 "Last Will").
@@ -431,7 +448,7 @@ func (b *Broker) Disconnected(c netloop.Client, sessionExpiry uint32, graceful b
 			}
 			b.fireWill(s, cause)
 		}
-		b.endSession(sh, s, "")
+		b.endSession(sh, s, "", true)
 		return
 	}
 	s.awaySince = now
@@ -440,13 +457,10 @@ func (b *Broker) Disconnected(c netloop.Client, sessionExpiry uint32, graceful b
 			b.fireWill(s, WillImmediate)
 		} else {
 			s.will.DueAt = now.Add(min(s.will.Delay, s.expiry))
+			b.log.Debug("Will waiting out its delay", "client_id", id, "due_at", s.will.DueAt)
 		}
 	}
-	if err := b.putSession(sh, s, false); err != nil {
-		b.storageFailed("storing a session as its client left", id, err)
-	} else if s.will != nil {
-		b.log.Debug("Will waiting out its delay", "client_id", id, "due_at", s.will.DueAt)
-	}
+	b.storeState(sh, s, "storing a session as its client left")
 	b.armExpiry(sh, s)
 }
 
@@ -467,15 +481,13 @@ func (b *Broker) armExpiry(sh *shard, s *session) {
 		}
 		now := b.now()
 		if s.expired(now) {
-			b.endSession(sh, s, "expired")
+			b.endSession(sh, s, "expired", true)
 			return
 		}
 		if s.will != nil && !s.will.DueAt.IsZero() && !now.Before(s.will.DueAt) {
 			b.fireWill(s, WillDelayed)
 			s.will = nil
-			if err := b.putSession(sh, s, false); err != nil {
-				b.storageFailed("removing a published Will", s.id, err)
-			}
+			b.storeState(sh, s, "removing a published Will")
 		}
 		b.armExpiry(sh, s)
 	})
@@ -491,7 +503,10 @@ func (b *Broker) stopTimer(s *session) {
 // endSession ends s completely, in one place: a Will waiting on it is
 // published first, then its filters, what it is owed and its record go
 // together (RFC 0003 "Sessions: one owner, one ending"). Shard lock held.
-func (b *Broker) endSession(sh *shard, s *session, why string) {
+// later: no client waits for the ending (a disconnect, an expiry), so its
+// write is queued behind the id's others (storeLater); a CONNECT's ending is
+// written before it goes on.
+func (b *Broker) endSession(sh *shard, s *session, why string, later bool) {
 	if s.will != nil {
 		// Waiting out its delay, or - for a client connected when the broker
 		// last stopped - kept with no due moment until the session ends.
@@ -516,13 +531,10 @@ func (b *Broker) endSession(sh *shard, s *session, why string) {
 		delete(sh.sessions, s.id)
 	}
 	returned := b.giveBack(s, back)
-	err := b.sessions.End(s.id, returned)
-	if store.IsFull(err) && len(returned) > 0 {
-		b.unreturn(returned) // no room even in the reserve: dropped, counted
-		err = b.sessions.End(s.id, nil)
-	}
-	if err != nil && !errors.Is(err, store.ErrNotFound) {
-		b.storageFailed("ending a session", s.id, err)
+	if later {
+		b.storeLater(sh, s.id, func(*shard) { b.storeEnd(s.id, returned) })
+	} else {
+		b.storeEnd(s.id, returned)
 	}
 	if why != "" {
 		b.log.Debug("session ended", "client_id", s.id, "why", why)
@@ -860,6 +872,7 @@ func (b *Broker) Close() {
 	b.closed.Do(func() {
 		close(b.done)
 		b.wg.Wait()
+		b.later.wait()
 		b.bcast.commit()
 		for i := range b.shards {
 			sh := &b.shards[i]

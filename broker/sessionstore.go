@@ -27,6 +27,63 @@ func (b *Broker) putSession(sh *shard, s *session, whole bool) error {
 	})
 }
 
+// storeState writes the record of s as it stands now, without its filters,
+// where no client waits for it (a disconnect, a published Will's removal):
+// queued behind the id's earlier such writes (storeLater). A store that does
+// not hold the record is given it whole, read under the shard lock when the
+// write is made. Shard lock held.
+func (b *Broker) storeState(sh *shard, s *session, what string) {
+	st := s.state()
+	if st.Will != nil {
+		w := *st.Will // the write may run after s.will changes
+		st.Will = &w
+	}
+	b.storeLater(sh, s.id, func(held *shard) {
+		err := b.withRoom(held, "a session's record", func() error { return b.sessions.Update(st) })
+		if errors.Is(err, store.ErrNotFound) {
+			err = b.withRoom(held, "a session's record", func() error { return b.putWhole(held, sh, s) })
+		}
+		if err != nil {
+			b.storageFailed(what, s.id, err)
+		}
+	})
+}
+
+// putWhole writes s's whole record, taking its shard's lock to read it unless
+// the caller holds it (held == sh). A session ended meanwhile is left ended.
+func (b *Broker) putWhole(held, sh *shard, s *session) error {
+	if held != sh {
+		sh.mu.Lock()
+		defer sh.mu.Unlock()
+	}
+	if s.ended {
+		return nil
+	}
+	return b.sessions.Put(s.record())
+}
+
+// storeCursor writes a detached session's cursor and forgets its completed
+// QoS 2 entries (backlog.detach).
+func (b *Broker) storeCursor(id string, done []store.InFlightKey, cursor uint64) {
+	if err := b.sessions.Ack(id, done, cursor); err != nil && !errors.Is(err, store.ErrNotFound) {
+		b.storageFailed("storing a session's cursor", id, err)
+	}
+}
+
+// storeEnd writes a session's ending with the deliveries it gives back to its
+// groups (endSession); with no room for those even in the reserve they are
+// dropped, counted, and the session ended without them.
+func (b *Broker) storeEnd(id string, returned []store.Returned) {
+	err := b.sessions.End(id, returned)
+	if store.IsFull(err) && len(returned) > 0 {
+		b.unreturn(returned)
+		err = b.sessions.End(id, nil)
+	}
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
+		b.storageFailed("ending a session", id, err)
+	}
+}
+
 // storeFilter writes one filter of s: a SUBSCRIBE writes the filter it adds
 // or changes, never the session's whole list. groupCursor, above 0, is a
 // shared group's first cursor, kept in the same write. Shard lock held.

@@ -25,6 +25,9 @@ type storage struct {
 	// to disk, so a write a client waits on leaves the event loop.
 	sessionsOnDisk bool
 	retainedOnDisk bool
+	// awaitClient puts a client id's queued session writes first while its
+	// CONNECT waits on them (a sqlite provider's AwaitClient); nil otherwise.
+	awaitClient func(clientID string) (release func())
 	// retainedWithSessions: one provider keeps both, so a retained value
 	// may take its room from the broadcast log.
 	retainedWithSessions bool
@@ -72,6 +75,9 @@ func openStorage(cfg *config.Config, hooks store.Hooks, log *slog.Logger) (st *s
 		return nil, fmt.Errorf("broker.session.storage: %w", err)
 	}
 	st.sessionsOnDisk = sp.Type() == config.ProviderSQLite
+	if p, ok := sp.(*sqlite.Provider); ok {
+		st.awaitClient = p.AwaitClient
+	}
 	if st.sessions, err = sp.Sessions(); err != nil {
 		return nil, fmt.Errorf("broker.session.storage: opening the session store on %s: %w", sp.Name(), err)
 	}

@@ -78,6 +78,7 @@ func brokerOptions(cfg *config.Config, st *storage, log *slog.Logger) broker.Opt
 		// there is written off the event loop (netloop.StoreWaiter).
 		SessionsWaitOnDisk: st.sessionsOnDisk,
 		RetainedWaitOnDisk: st.retainedOnDisk,
+		AwaitClient:        st.awaitClient,
 		Logger:             log,
 	}
 }

@@ -57,6 +57,9 @@ func TestWritesLeaveTheLoopOnlyForASqliteProvider(t *testing.T) {
 			if o.SessionsWaitOnDisk != tc.wantSessions || o.RetainedWaitOnDisk != tc.wantRet {
 				t.Fatalf("sessions off the loop %v, retained %v; want %v, %v", o.SessionsWaitOnDisk, o.RetainedWaitOnDisk, tc.wantSessions, tc.wantRet)
 			}
+			if (o.AwaitClient != nil) != tc.wantSessions {
+				t.Fatalf("a CONNECT puts its id's queued writes first: %v, want %v", o.AwaitClient != nil, tc.wantSessions)
+			}
 		})
 	}
 }
