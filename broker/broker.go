@@ -159,6 +159,9 @@ type session struct {
 	done []store.InFlightKey
 	// holds are its exactly-once publishes between PUBREC and PUBREL.
 	holds map[uint16]heldPublish
+	// holding is how many holds are being written, with no lock held: they
+	// count against broker.qos2.max_inflight_per_client already.
+	holding int
 	// quotaSaid: a max_subscriptions refusal was logged since the session
 	// last added a filter - one warning per episode (RFC 0002).
 	quotaSaid bool

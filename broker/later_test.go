@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"fmt"
 	"log/slog"
 	"path/filepath"
 	"sync"
@@ -14,23 +15,46 @@ import (
 	"saguin/store/sqlite"
 )
 
-// gatedSessions is a sqlite session store whose first Update while armed
-// waits for open: a disconnect's record write caught mid-commit, as a slow
-// disk would hold it.
+// gatedSessions is a sqlite session store whose first write of the kind
+// armed names (Update, AddInFlight, Hold) waits for open: a write caught
+// mid-commit, as a slow disk would hold it.
 type gatedSessions struct {
 	store.Sessions
-	armed   atomic.Bool
+	armed   atomic.Value // string: the write to hold, "" for none
 	entered chan struct{} // the gated write has begun
 	open    chan struct{} // closing it lets the write through
 	once    sync.Once
 }
 
-func (g *gatedSessions) Update(x store.Session) error {
-	if g.armed.CompareAndSwap(true, false) {
+// gate holds the write if it is the one armed.
+func (g *gatedSessions) gate(write string) {
+	if g.armed.CompareAndSwap(write, "") {
 		close(g.entered)
 		<-g.open
 	}
+}
+
+func (g *gatedSessions) Update(x store.Session) error {
+	g.gate("Update")
 	return g.Sessions.Update(x)
+}
+
+func (g *gatedSessions) AddInFlight(id string, w []store.InFlight) error {
+	g.gate("AddInFlight")
+	return g.Sessions.AddInFlight(id, w)
+}
+
+func (g *gatedSessions) Log() store.BroadcastLog { return gatedLog{g.Sessions.Log(), g} }
+
+// gatedLog is the broadcast log of a gatedSessions.
+type gatedLog struct {
+	store.BroadcastLog
+	g *gatedSessions
+}
+
+func (l gatedLog) Hold(h store.Held) error {
+	l.g.gate("Hold")
+	return l.BroadcastLog.Hold(h)
 }
 
 // release lets the gated write through, once.
@@ -54,6 +78,7 @@ func sqliteBroker(t *testing.T, o Options) (*Broker, *gatedSessions) {
 		t.Fatal(err)
 	}
 	g := &gatedSessions{Sessions: ss, entered: make(chan struct{}), open: make(chan struct{})}
+	g.armed.Store("")
 	o.Sessions, o.Retained, o.SessionsWaitOnDisk, o.RetainedWaitOnDisk = g, r, true, true
 	o.Logger = slog.New(slog.DiscardHandler)
 	b := New(o)
@@ -82,7 +107,7 @@ func within(t *testing.T, what string, done <-chan struct{}) {
 // gate, and fails t unless Disconnected returned meanwhile.
 func disconnectGated(t *testing.T, b *Broker, g *gatedSessions, c netloop.Client, expiry uint32, graceful bool) {
 	t.Helper()
-	g.armed.Store(true)
+	g.armed.Store("Update")
 	returned := make(chan struct{})
 	go func() {
 		b.Disconnected(c, expiry, graceful)
@@ -213,5 +238,75 @@ func TestASessionThatExpiresWhileItsDisconnectIsStoredStaysEnded(t *testing.T) {
 	b.later.wait()
 	if s, ok, err := g.Get("dev"); err != nil || ok {
 		t.Fatalf("stored %+v %v %v after the session ended", s, ok, err)
+	}
+}
+
+// shardmates returns two client ids whose sessions share one shard lock.
+func shardmates(b *Broker) (string, string) {
+	for i := 0; ; i++ {
+		id := fmt.Sprintf("mate-%d", i)
+		if i > 0 && b.shard(id) == b.shard("mate-0") {
+			return "mate-0", id
+		}
+	}
+}
+
+// returnsWhileGated fails t unless call returns while g holds a write.
+func returnsWhileGated(t *testing.T, what string, call func()) {
+	t.Helper()
+	done := make(chan struct{})
+	go func() {
+		call()
+		close(done)
+	}()
+	within(t, what, done)
+}
+
+func TestAnExactlyOnceHoldBeingStoredNeverHoldsAnotherClientOfItsShard(t *testing.T) {
+	b, g := sqliteBroker(t, Options{})
+	one, two := shardmates(b)
+	slow, other := &ackClient{id: one}, &ackClient{id: two}
+	connectAs(t, b, slow, true, 0, nil)
+	connectAs(t, b, other, true, 60, nil)
+	g.armed.Store("Hold")
+	held := make(chan codec.ReasonCode, 1)
+	go func() {
+		code, _ := b.Publish(slow, &codec.Publish{QoS: 2, PacketID: 7, Topic: []byte("t"), Payload: []byte("x")})
+		held <- code
+	}()
+	within(t, "the hold's write starting", g.entered)
+	returnsWhileGated(t, "another client's Holds", func() { b.Holds(other, 1) })
+	returnsWhileGated(t, "another client's Acked", func() { b.Acked(other, 1) })
+	returnsWhileGated(t, "another client's disconnect", func() { b.Disconnected(other, 60, true) })
+	g.release()
+	if code := <-held; code != codec.Success {
+		t.Fatalf("PUBREC 0x%02x", byte(code))
+	}
+	if !b.Holds(slow, 7) {
+		t.Fatal("the stored hold is not held")
+	}
+}
+
+func TestAStoredPubrecNeverHoldsAnotherClientOfItsShard(t *testing.T) {
+	b, g := sqliteBroker(t, Options{})
+	one, two := shardmates(b)
+	sub, other := &ackClient{id: one}, &ackClient{id: two}
+	connectAs(t, b, sub, true, 60, nil)
+	b.Subscribe(sub, []byte("t"), netloop.SubscribeOptions{QoS: 2})
+	connectAs(t, b, other, true, 60, nil)
+	publish(b, "p", "t", "x", 1, false)
+	sub.waitPayloads(t, "x")
+	sub.mu.Lock()
+	offset := sub.offsets[0]
+	sub.mu.Unlock()
+	g.armed.Store("AddInFlight")
+	received := make(chan bool, 1)
+	go func() { received <- b.Received(sub, offset, 1) }()
+	within(t, "the PUBREC's write starting", g.entered)
+	returnsWhileGated(t, "another client's Acked", func() { b.Acked(other, 1) })
+	returnsWhileGated(t, "another client's disconnect", func() { b.Disconnected(other, 60, true) })
+	g.release()
+	if !<-received {
+		t.Fatal("the stored PUBREC was refused")
 	}
 }

@@ -15,6 +15,9 @@ import (
 type heldPublish struct {
 	at  time.Time
 	rec store.Record
+	// releasing: its release is being written (Release), with no lock
+	// held; nothing else drops it meanwhile.
+	releasing bool
 }
 
 // hold takes ownership of a QoS 2 broadcast at its PUBREC without routing it:
@@ -26,25 +29,43 @@ func (b *Broker) hold(c netloop.Client, p *codec.Publish) (codec.ReasonCode, str
 	id := c.ClientID()
 	sh := b.shard(id)
 	sh.mu.Lock()
-	defer sh.mu.Unlock()
 	s := sh.sessions[id]
 	if s == nil || s.client.Load() == nil || s.client.Load().c != c {
+		sh.mu.Unlock()
 		return codec.UnspecifiedError, "the session was taken over"
 	}
 	now := b.now()
 	b.expireHolds(s, now)
-	if len(s.holds) >= b.opts.QoS2MaxInflight {
+	if len(s.holds)+s.holding >= b.opts.QoS2MaxInflight {
+		sh.mu.Unlock()
 		b.counters.PublishRefused.Add(netloop.ReasonInflightAllowanceExceeded)
 		return b.logRefusal(id, p, codec.QuotaExceeded, "past broker.qos2.max_inflight_per_client unfinished exactly-once publishes")
 	}
+	// The write is made with no lock held: a call on an event loop that
+	// needs this shard (Holds, Acked, a disconnect) never waits for this
+	// client's commit. Its place in the allowance is taken meanwhile.
+	s.holding++
+	sh.mu.Unlock()
 	rec := recordOf(p, id, now)
 	held := store.Held{ClientID: id, PacketID: p.PacketID, HeldAt: now, Record: rec}
-	if err := b.withRoom(sh, "an exactly-once publish", func() error { return b.bcast.log.Hold(held) }); err != nil {
+	err := b.withRoom(nil, "an exactly-once publish", func() error { return b.bcast.log.Hold(held) })
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	s.holding--
+	if err != nil {
 		if store.IsFull(err) {
 			return b.refusePublish(id, p, codec.QuotaExceeded, "the broadcast log's provider is full")
 		}
 		b.storageFailed("holding an exactly-once publish", id, err)
 		return b.refusePublish(id, p, codec.ImplementationSpecificError, "the store could not hold the message")
+	}
+	if s.ended {
+		// Ended while the hold was written (a Clean Start, a takeover of a
+		// session that ended with its connection): it goes as the session's
+		// other holds went, after the ending in the id's order.
+		b.counters.QoS2Held.Add(1)
+		b.dropHold(s, p.PacketID)
+		return codec.UnspecifiedError, "the session was taken over"
 	}
 	if s.holds == nil {
 		s.holds = make(map[uint16]heldPublish)
@@ -85,33 +106,55 @@ func (b *Broker) Release(c netloop.Client, packetID uint16) (codec.ReasonCode, s
 	}
 	b.expireHolds(s, b.now())
 	h, ok := s.holds[packetID]
-	if !ok {
+	if !ok || h.releasing {
+		// Being released by the connection this one took the session
+		// from: it is routed once, by that release.
 		sh.mu.Unlock()
 		return codec.PacketIdentifierNotFound, ""
 	}
+	// The writes are made with no lock held (see hold); the hold is marked
+	// so that nothing else drops it meanwhile.
+	h.releasing = true
+	s.holds[packetID] = h
+	sh.mu.Unlock()
 	var p codec.Publish
 	live := publishOf(&h.rec, b.now(), &p)
+	code, why := codec.Success, ""
 	if h.rec.Retain && live {
-		if code, why := b.retainHeld(sh, id, &p); code != codec.Success {
-			sh.mu.Unlock()
-			return code, why
+		code, why = b.retain(id, &p)
+	}
+	var rec store.Record
+	var err error
+	if code == codec.Success {
+		rec, err = b.bcast.log.ReleaseHeld(id, packetID)
+	}
+	sh.mu.Lock()
+	if err != nil || code != codec.Success {
+		h.releasing = false
+		if _, kept := s.holds[packetID]; kept {
+			s.holds[packetID] = h
 		}
 	}
-	rec, err := b.bcast.log.ReleaseHeld(id, packetID)
-	if err != nil {
+	switch {
+	case code != codec.Success:
 		sh.mu.Unlock()
-		switch {
-		case errors.Is(err, store.ErrNotFound):
-			delete(s.holds, packetID)
-			return codec.PacketIdentifierNotFound, ""
-		case store.IsFull(err):
-			return codec.QuotaExceeded, "the broadcast log's provider is full"
-		}
+		return code, why
+	case errors.Is(err, store.ErrNotFound):
+		delete(s.holds, packetID)
+		sh.mu.Unlock()
+		return codec.PacketIdentifierNotFound, ""
+	case store.IsFull(err):
+		sh.mu.Unlock()
+		return codec.QuotaExceeded, "the broadcast log's provider is full"
+	case err != nil:
+		sh.mu.Unlock()
 		b.storageFailed("releasing an exactly-once publish", id, err)
 		return codec.ImplementationSpecificError, "the store could not write the release"
 	}
-	delete(s.holds, packetID)
-	b.counters.QoS2Held.Add(-1)
+	if _, kept := s.holds[packetID]; kept {
+		delete(s.holds, packetID)
+		b.counters.QoS2Held.Add(-1)
+	}
 	sh.mu.Unlock()
 	size := store.RecordSize(&rec)
 	b.counters.LogMessages.Add(1)
@@ -132,19 +175,22 @@ func (b *Broker) expireHolds(s *session, now time.Time) {
 		return
 	}
 	for pid, h := range s.holds {
-		if now.Sub(h.at) >= b.opts.QoS2ExpiresAfter {
+		if !h.releasing && now.Sub(h.at) >= b.opts.QoS2ExpiresAfter {
 			b.dropHold(s, pid)
 		}
 	}
 }
 
-// dropHold forgets one hold, in the store too, counted as abandoned. Shard
-// lock held.
+// dropHold forgets one hold, in the store too, counted as abandoned; no
+// client waits for the store's part (storeLater). Shard lock held.
 func (b *Broker) dropHold(s *session, pid uint16) {
 	delete(s.holds, pid)
-	if _, err := b.bcast.log.DropHeld(s.id, pid); err != nil {
-		b.storageFailed("dropping an abandoned exactly-once publish", s.id, err)
-	}
+	id := s.id
+	b.storeLater(nil, id, func(*shard) {
+		if _, err := b.bcast.log.DropHeld(id, pid); err != nil {
+			b.storageFailed("dropping an abandoned exactly-once publish", id, err)
+		}
+	})
 	b.counters.QoS2Held.Add(-1)
 	b.counters.QoS2Abandoned.Add(1)
 }
