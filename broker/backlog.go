@@ -622,29 +622,22 @@ func (l *backlog) sendOne(s *session, c netloop.Client, e *store.BroadcastEntry,
 func (b *Broker) Received(c netloop.Client, offset uint64, packetID uint16) bool {
 	sh := b.shard(c.ClientID())
 	sh.mu.Lock()
+	defer sh.mu.Unlock()
 	s := sh.sessions[c.ClientID()]
 	if s == nil || s.client.Load() == nil || s.client.Load().c != c {
-		sh.mu.Unlock()
 		return false // taken over: the PUBREL is the new connection's to send
 	}
 	i := s.owed.find(offset)
 	if i < 0 || s.owed.entries[i].released {
-		sh.mu.Unlock()
 		return true
 	}
-	entry := store.InFlight{Offset: offset, PacketID: packetID, QoS: 2, Released: true, ShareGroup: s.owed.entries[i].share}
-	sh.mu.Unlock()
-	// Written with no lock held: a call on an event loop that needs this
-	// shard never waits for this client's commit. The connection reads
-	// nothing more meanwhile, so its own acknowledgements cannot overtake it.
-	if err := b.sessions.AddInFlight(s.id, []store.InFlight{entry}); err != nil {
+	entry := []store.InFlight{{Offset: offset, PacketID: packetID, QoS: 2, Released: true, ShareGroup: s.owed.entries[i].share}}
+	if err := b.storeNow(sh, s.id, func(*shard) error { return b.sessions.AddInFlight(s.id, entry) }); err != nil {
 		if !errors.Is(err, store.ErrNotFound) { // not the session ended meanwhile
 			b.storageFailed("storing a QoS 2 delivery's PUBREC", s.id, err)
 		}
 		return false
 	}
-	sh.mu.Lock()
-	defer sh.mu.Unlock()
 	// What is stored holds whoever owns the session now: a connection that
 	// took it over meanwhile is owed only the PUBREL.
 	if i := s.owed.find(offset); i >= 0 && !s.ended {

@@ -839,9 +839,16 @@ func (b *Broker) Unsubscribe(c netloop.Client, f []byte) codec.ReasonCode {
 	// One filter forgotten, with its group's cursor when this was the
 	// group's last stored holder. A session the store does not hold (one
 	// accepted with no room) has nothing stored to forget.
-	if _, err := b.sessions.Unsubscribe(id, filter); err != nil && !errors.Is(err, store.ErrNotFound) {
+	err := b.storeNow(sh, id, func(*shard) error {
+		_, err := b.sessions.Unsubscribe(id, filter)
+		return err
+	})
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
 		b.storageFailed("forgetting a subscription", id, err)
 		return codec.ImplementationSpecificError
+	}
+	if _, ok := s.filters[filter]; !ok || s.ended {
+		return codec.Success // the session ended, or a takeover's ending, meanwhile
 	}
 	delete(s.filters, filter)
 	b.counters.Subscriptions.Add(-1)

@@ -98,6 +98,29 @@ func (b *Broker) storeLater(held *shard, id string, write func(held *shard)) {
 	b.later.add(id, func() { write(nil) })
 }
 
+// storeNow makes write, a store write a client waits on, for client id with
+// sh - id's shard - locked on entry and on return. On a provider that commits
+// to disk the lock is let go while the write is made, behind id's queued
+// writes and on their goroutine, so an event loop that needs the shard
+// (Holds, Acked, a disconnect, a delivery) never waits for this client's
+// commit; the caller finds the session as others left it meanwhile and must
+// look again. On a memory provider it is made under the lock, as held.
+func (b *Broker) storeNow(sh *shard, id string, write func(held *shard) error) error {
+	if !b.opts.SessionsWaitOnDisk {
+		return write(sh)
+	}
+	var err error
+	done := make(chan struct{})
+	b.later.add(id, func() {
+		err = write(nil)
+		close(done)
+	})
+	sh.mu.Unlock()
+	<-done
+	sh.mu.Lock()
+	return err
+}
+
 // lockSettled takes id's shard lock with no write of id's still queued
 // (laterWrites): what a CONNECT reads and writes follows what the id's last
 // connection and timers left. With AwaitClient set, those writes are the

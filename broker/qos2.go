@@ -41,15 +41,14 @@ func (b *Broker) hold(c netloop.Client, p *codec.Publish) (codec.ReasonCode, str
 		b.counters.PublishRefused.Add(netloop.ReasonInflightAllowanceExceeded)
 		return b.logRefusal(id, p, codec.QuotaExceeded, "past broker.qos2.max_inflight_per_client unfinished exactly-once publishes")
 	}
-	// The write is made with no lock held: a call on an event loop that
-	// needs this shard (Holds, Acked, a disconnect) never waits for this
-	// client's commit. Its place in the allowance is taken meanwhile.
+	// Its place in the allowance is taken while the write is made with the
+	// lock let go (storeNow).
 	s.holding++
-	sh.mu.Unlock()
 	rec := recordOf(p, id, now)
 	held := store.Held{ClientID: id, PacketID: p.PacketID, HeldAt: now, Record: rec}
-	err := b.withRoom(nil, "an exactly-once publish", func() error { return b.bcast.log.Hold(held) })
-	sh.mu.Lock()
+	err := b.storeNow(sh, id, func(locked *shard) error {
+		return b.withRoom(locked, "an exactly-once publish", func() error { return b.bcast.log.Hold(held) })
+	})
 	defer sh.mu.Unlock()
 	s.holding--
 	if err != nil {
@@ -112,23 +111,24 @@ func (b *Broker) Release(c netloop.Client, packetID uint16) (codec.ReasonCode, s
 		sh.mu.Unlock()
 		return codec.PacketIdentifierNotFound, ""
 	}
-	// The writes are made with no lock held (see hold); the hold is marked
-	// so that nothing else drops it meanwhile.
+	// The hold is marked so that nothing else drops it while its release is
+	// written with the lock let go (storeNow).
 	h.releasing = true
 	s.holds[packetID] = h
-	sh.mu.Unlock()
 	var p codec.Publish
 	live := publishOf(&h.rec, b.now(), &p)
 	code, why := codec.Success, ""
-	if h.rec.Retain && live {
-		code, why = b.retain(id, &p)
-	}
 	var rec store.Record
-	var err error
-	if code == codec.Success {
+	err := b.storeNow(sh, id, func(locked *shard) error {
+		if h.rec.Retain && live {
+			if code, why = b.retainHeld(locked, id, &p); code != codec.Success {
+				return nil
+			}
+		}
+		var err error
 		rec, err = b.bcast.log.ReleaseHeld(id, packetID)
-	}
-	sh.mu.Lock()
+		return err
+	})
 	if err != nil || code != codec.Success {
 		h.releasing = false
 		if _, kept := s.holds[packetID]; kept {
