@@ -755,7 +755,7 @@ func (b *Broker) Subscribe(c netloop.Client, f []byte, o netloop.SubscribeOption
 		sh.mu.Unlock()
 		return codec.UnspecifiedError, "the session was taken over" // between packets
 	}
-	prev, existed := s.filters[filter]
+	_, existed := s.filters[filter]
 	if !existed && len(s.filters) >= b.opts.MaxSubscriptions {
 		say := !s.quotaSaid
 		s.quotaSaid = true
@@ -765,26 +765,19 @@ func (b *Broker) Subscribe(c netloop.Client, f []byte, o netloop.SubscribeOption
 		}
 		return codec.QuotaExceeded, "past limits.max_subscriptions"
 	}
-	if !existed {
-		s.quotaSaid = false
-	}
 	sub := subscription{qos: min(o.QoS, 2), noLocal: o.NoLocal, retainAsPublished: o.RetainAsPublished,
 		retainHandling: o.RetainHandling, id: o.SubscriptionID, logOffset: b.sessions.Log().Next()}
-	s.filters[filter] = sub
 	var groupCursor uint64
 	if shared && s.expiry > 0 && !b.groupHasCursor(filter) {
 		// The group's first member whose session outlives its connection
 		// brings its cursor, in the write that stores the filter (RFC 0002).
 		groupCursor = b.bcast.log.Next()
 	}
+	// The filter is stored first, the shard lock let go meanwhile on a
+	// disk provider (storeNow); the session holds it only once stored.
 	if err := b.storeFilter(sh, s, filter, sub, groupCursor); err != nil {
 		// The session is kept as it was: an existing subscription goes on
 		// being served as it was granted.
-		if existed {
-			s.filters[filter] = prev
-		} else {
-			delete(s.filters, filter)
-		}
 		sh.mu.Unlock()
 		if store.IsFull(err) {
 			b.log.Warn("subscription refused", "client_id", id, "code", codec.QuotaExceeded.String(), "why", "the session store is full")
@@ -793,9 +786,22 @@ func (b *Broker) Subscribe(c netloop.Client, f []byte, o netloop.SubscribeOption
 		b.storageFailed("storing a subscription", id, err)
 		return codec.ImplementationSpecificError, "the session store could not keep the subscription"
 	}
+	if s.ended {
+		// Ended meanwhile (a Clean Start or a takeover ended it); its
+		// ending, written after, took the filter with it.
+		sh.mu.Unlock()
+		return codec.UnspecifiedError, "the session was taken over"
+	}
+	_, existed = s.filters[filter]
+	s.filters[filter] = sub
 	if !existed {
+		s.quotaSaid = false
 		b.counters.Subscriptions.Add(1)
 	}
+	// Taken over meanwhile: the session holds what was stored, and its new
+	// connection is sent nothing on this one's behalf.
+	ref := s.client.Load()
+	mine := ref != nil && ref.c == c
 	if shared {
 		// Nothing retained is sent to a shared subscription (MQTT 5
 		// 4.8.2); what the group holds goes to a member that can take it.
@@ -807,14 +813,16 @@ func (b *Broker) Subscribe(c netloop.Client, f []byte, o netloop.SubscribeOption
 			}
 			b.shares.mu.Unlock()
 		}
-		b.drainShares(s, c)
-		b.bcast.pump(s, c)
+		if mine {
+			b.drainShares(s, c)
+			b.bcast.pump(s, c)
+		}
 		sh.mu.Unlock()
 		return codec.ReasonCode(sub.qos), ""
 	}
 	b.subs.add(filter, s, sub)
 	sh.mu.Unlock()
-	if o.RetainHandling == 0 || (o.RetainHandling == 1 && !existed) {
+	if mine && (o.RetainHandling == 0 || (o.RetainHandling == 1 && !existed)) {
 		b.sendRetained(c, s, filter, sub)
 	}
 	return codec.ReasonCode(sub.qos), ""

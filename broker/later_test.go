@@ -44,6 +44,16 @@ func (g *gatedSessions) AddInFlight(id string, w []store.InFlight) error {
 	return g.Sessions.AddInFlight(id, w)
 }
 
+func (g *gatedSessions) Subscribe(id string, sub store.Subscription, groupCursor uint64) error {
+	g.gate("Subscribe")
+	return g.Sessions.Subscribe(id, sub, groupCursor)
+}
+
+func (g *gatedSessions) Unsubscribe(id, filter string) (bool, error) {
+	g.gate("Unsubscribe")
+	return g.Sessions.Unsubscribe(id, filter)
+}
+
 func (g *gatedSessions) Log() store.BroadcastLog { return gatedLog{g.Sessions.Log(), g} }
 
 // gatedLog is the broadcast log of a gatedSessions.
@@ -308,5 +318,35 @@ func TestAStoredPubrecNeverHoldsAnotherClientOfItsShard(t *testing.T) {
 	g.release()
 	if !<-received {
 		t.Fatal("the stored PUBREC was refused")
+	}
+}
+
+func TestAFilterBeingStoredNeverHoldsAnotherClientOfItsShard(t *testing.T) {
+	for _, write := range []string{"Subscribe", "Unsubscribe"} {
+		t.Run(write, func(t *testing.T) {
+			b, g := sqliteBroker(t, Options{})
+			one, two := shardmates(b)
+			slow, other := &ackClient{id: one}, &ackClient{id: two}
+			connectAs(t, b, slow, true, 60, nil)
+			connectAs(t, b, other, true, 60, nil)
+			b.Subscribe(slow, []byte("u"), netloop.SubscribeOptions{QoS: 1})
+			g.armed.Store(write)
+			answered := make(chan codec.ReasonCode, 1)
+			go func() {
+				if write == "Subscribe" {
+					code, _ := b.Subscribe(slow, []byte("t"), netloop.SubscribeOptions{QoS: 1})
+					answered <- code
+				} else {
+					answered <- b.Unsubscribe(slow, []byte("u"))
+				}
+			}()
+			within(t, "the filter's write starting", g.entered)
+			returnsWhileGated(t, "another client's Acked", func() { b.Acked(other, 1) })
+			returnsWhileGated(t, "another client's disconnect", func() { b.Disconnected(other, 60, true) })
+			g.release()
+			if code := <-answered; code.IsError() {
+				t.Fatalf("answered 0x%02x", byte(code))
+			}
+		})
 	}
 }

@@ -2,6 +2,7 @@ package broker
 
 import (
 	"errors"
+	"slices"
 
 	"saguin/codec/topic"
 	"saguin/store"
@@ -84,16 +85,27 @@ func (b *Broker) storeEnd(id string, returned []store.Returned) {
 	}
 }
 
-// storeFilter writes one filter of s: a SUBSCRIBE writes the filter it adds
-// or changes, never the session's whole list. groupCursor, above 0, is a
-// shared group's first cursor, kept in the same write. Shard lock held.
+// storeFilter writes one filter of s before s holds it: a SUBSCRIBE writes
+// the filter it adds or changes, never the session's whole list. groupCursor,
+// above 0, is a shared group's first cursor, kept in the same write. A store
+// that does not hold the session is given it whole, the filter with it.
+// Shard lock held; let go meanwhile on a disk provider (storeNow).
 func (b *Broker) storeFilter(sh *shard, s *session, filter string, sub subscription, groupCursor uint64) error {
-	return b.withRoom(sh, "a subscription", func() error {
-		err := b.sessions.Subscribe(s.id, storedSubscription(filter, sub), groupCursor)
-		if errors.Is(err, store.ErrNotFound) {
-			return b.sessions.Put(s.record())
-		}
-		return err
+	return b.storeNow(sh, s.id, func(held *shard) error {
+		return b.withRoom(held, "a subscription", func() error {
+			err := b.sessions.Subscribe(s.id, storedSubscription(filter, sub), groupCursor)
+			if !errors.Is(err, store.ErrNotFound) {
+				return err
+			}
+			if held != sh {
+				sh.mu.Lock()
+				defer sh.mu.Unlock()
+			}
+			r := s.record()
+			r.Subscriptions = slices.DeleteFunc(r.Subscriptions, func(x store.Subscription) bool { return x.Filter == filter })
+			r.Subscriptions = append(r.Subscriptions, storedSubscription(filter, sub))
+			return b.sessions.Put(r)
+		})
 	})
 }
 
