@@ -166,6 +166,10 @@ type session struct {
 	// group is set on the stand-in session a shared group keeps in the index
 	// (share.go); nil on every client's session.
 	group *shareGroup
+	// groups are the shared groups s is a member of: an acknowledgement
+	// from a member may let their backlogs drain (sharedrain.go). Guarded by
+	// the shard lock and the shares lock together; either one reads.
+	groups []*shareGroup
 }
 
 // clientRef boxes the interface so it can sit in an atomic.Pointer.
@@ -223,8 +227,10 @@ func New(opts Options) *Broker {
 	for i := range b.shards {
 		b.shards[i].sessions = make(map[string]*session)
 	}
-	b.wg.Add(1)
+	b.shares.wake = make(chan struct{}, 1)
+	b.wg.Add(2)
 	go b.commitLoop()
+	go b.shareDrainLoop()
 	return b
 }
 
@@ -855,7 +861,9 @@ func (b *Broker) Sessions() int {
 func (b *Broker) Stop() { b.stopping.Store(true) }
 
 // Close stores every acknowledgement still waiting and stops the broker's
-// timers and writer. The stores are the caller's to close after it.
+// timers, writer and shared groups' drainer, waiting for each: nothing of
+// theirs runs against the stores once it returns. The stores are the
+// caller's to close after it.
 func (b *Broker) Close() {
 	b.closed.Do(func() {
 		close(b.done)

@@ -19,6 +19,10 @@ import (
 type shares struct {
 	mu     sync.Mutex
 	groups map[string]*shareGroup // by the full "$share/<name>/<filter>"
+	// pending are the groups whose backlog a member may now be able to
+	// take, for the drainer (sharedrain.go); wake tells it there are some.
+	pending []*shareGroup
+	wake    chan struct{}
 }
 
 // shareGroup is one group: its members in client-id order and whose turn is
@@ -35,6 +39,8 @@ type shareGroup struct {
 	// saved is the group cursor last stored: the lowest offset of its
 	// backlog, or the log's next when it holds none.
 	saved uint64
+	// queued: the group is in shares.pending.
+	queued bool
 }
 
 // durable reports whether a member's session outlives its connection: only
@@ -100,6 +106,7 @@ func (b *Broker) joinShare(key, inner string, s *session, sub subscription) *sha
 		g.members = append(g.members, nil)
 		copy(g.members[i+1:], g.members[i:])
 		g.members[i] = s
+		s.groups = append(s.groups, g)
 	}
 	g.subs[s] = sub
 	return g
@@ -172,6 +179,12 @@ func (b *Broker) leaveShare(key string, s *session) {
 	for i, m := range g.members {
 		if m == s {
 			g.members = append(g.members[:i], g.members[i+1:]...)
+			break
+		}
+	}
+	for i, x := range s.groups {
+		if x == g {
+			s.groups = append(s.groups[:i], s.groups[i+1:]...)
 			break
 		}
 	}

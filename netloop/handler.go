@@ -78,6 +78,9 @@ type AckHandler interface {
 	// PUBREL (RFC 0003 "Outbound QoS 2").
 	Received(c Client, offset uint64, packetID uint16) bool
 	// Acked is the end of the exchange: PUBACK at QoS 1, PUBCOMP at QoS 2.
+	// It is also called, with offset 0, for a delivery a shared group handed
+	// from memory (Delivery.Share set, no Offset): its window place coming
+	// back is when the group's backlog may drain.
 	Acked(c Client, offset uint64)
 }
 
