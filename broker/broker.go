@@ -328,6 +328,7 @@ func (b *Broker) Connect(c netloop.Client, req *netloop.ConnectRequest) (bool, c
 		b.drainShares(s, c)
 		b.bcast.pump(s, c)
 	}
+	releaseCarry(s.carry)
 	clear(s.carry)
 	s.carry = s.carry[:0]
 	s.takenFrom = nil
@@ -491,6 +492,7 @@ func (b *Broker) endSession(sh *shard, s *session, why string) {
 	s.will = nil
 	b.stopTimer(s)
 	b.dropFilters(s)
+	releaseCarry(s.carry)
 	s.carry = nil
 	for pid := range s.holds {
 		b.dropHold(s, pid)
@@ -587,6 +589,8 @@ func (b *Broker) route(publisher string, p *codec.Publish) (codec.ReasonCode, st
 // is owed it; otherwise it is already in the log at offset (a released
 // exactly-once publish) and the sessions away are made to owe it there.
 func (b *Broker) routeLogged(publisher string, p *codec.Publish, offset uint64, size int64) {
+	// Built at the first delivery, from the pool: what keeps it takes a
+	// reference, and routing it allocates nothing (netloop.Message).
 	var m *netloop.Message
 	away := b.bcast.scratch()
 	ms := matchPool.Get().(*matches)
@@ -617,7 +621,7 @@ func (b *Broker) routeLogged(publisher string, p *codec.Publish, offset uint64, 
 			continue
 		}
 		if m == nil {
-			m = netloop.NewMessage(p)
+			m = netloop.AcquireMessage(p)
 		}
 		ref.c.Deliver(m, netloop.Delivery{QoS: qos, Retain: p.Retain && x.rap, SubscriptionIDs: x.ids})
 	}
@@ -628,6 +632,8 @@ func (b *Broker) routeLogged(publisher string, p *codec.Publish, offset uint64, 
 		b.bcast.keep(publisher, p, away, m)
 	}
 	b.bcast.release(away)
+	// Every delivery holds its own reference to m now: the route lets go.
+	m.Release()
 }
 
 // checkTopic applies RFC 0002 "Publishing" to a topic name: 0x90 over

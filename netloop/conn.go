@@ -341,6 +341,10 @@ func (c *Conn) end(reason codec.ReasonCode, send, graceful bool) {
 		c.handBackUnfinished()
 	}
 	c.out.close()
+	for _, f := range c.inflight {
+		f.msg.Release() // the handler took its own reference to what it keeps
+	}
+	clear(c.inflight)
 	if send && c.Version() == codec.Version5 {
 		sc := scratchPool.Get().(*scratch)
 		sc.disc.ReasonCode = reason
@@ -486,6 +490,7 @@ func (c *Conn) encode(sc *scratch, e outEntry, version byte) {
 		id := c.takePacketID(e.pid)
 		size := e.msg.Size()
 		c.inflight[id] = inflight{size: size, qos: 2, released: true, offset: e.offset, msg: e.msg, retain: e.retain, subIDs: e.subIDs, share: e.share, seq: e.seq}
+		e.msg.Retain() // the window's reference, given back at settle or end
 		c.onWire.Store(int32(len(c.inflight)))
 		c.inflightBytes += size
 		c.appendAck(sc, codec.TypePubrel, id, codec.Success)
@@ -519,6 +524,7 @@ func (c *Conn) encode(sc *scratch, e outEntry, version byte) {
 			p.PacketID = c.takePacketID(e.pid)
 			size := e.msg.Size()
 			c.inflight[p.PacketID] = inflight{size: size, qos: e.qos, offset: e.offset, msg: e.msg, retain: e.retain, subIDs: e.subIDs, share: e.share, seq: e.seq}
+			e.msg.Retain() // the window's reference, given back at settle or end
 			c.onWire.Store(int32(len(c.inflight)))
 			c.inflightBytes += size
 		}

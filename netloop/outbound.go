@@ -24,6 +24,9 @@ type outEntry struct {
 // transport, in order, bounded in bytes (limits.session_queue_bytes). It is
 // the one piece of a connection other goroutines touch: any goroutine may
 // push, only the connection's loop pops.
+//
+// Every queued entry holds a reference to its message (Message.Retain),
+// given back when the entry is popped, shed or forgotten at close.
 type outQueue struct {
 	mu      sync.Mutex
 	ring    []outEntry
@@ -33,7 +36,13 @@ type outQueue struct {
 	limit   int
 	dropped uint64 // deliveries shed at the bound, for the log and metrics
 	nextSeq uint64
-	closed  bool
+	// lent is the last entry a snapshot copied out to the loop and no
+	// popThrough has yet settled: the loop may still be reading the
+	// messages up to it, so one shed meanwhile keeps its reference in
+	// shedLent until then.
+	lent     uint64
+	shedLent []*Message
+	closed   bool
 }
 
 // push queues e. Past the bound a QoS 0 delivery is shed; a QoS 1 delivery
@@ -56,8 +65,14 @@ func (q *outQueue) push(e outEntry) bool {
 			old := q.popLocked()
 			q.bytes -= old.msg.Size()
 			q.dropped++
+			if old.seq <= q.lent {
+				q.shedLent = append(q.shedLent, old.msg)
+			} else {
+				old.msg.Release()
+			}
 		}
 	}
+	e.msg.Retain()
 	if q.n == len(q.ring) {
 		q.grow()
 	}
@@ -103,22 +118,36 @@ func (q *outQueue) snapshot(dst []outEntry) []outEntry {
 	defer q.mu.Unlock()
 	for i := 0; i < q.n && len(dst) < cap(dst); i++ {
 		dst = append(dst, q.ring[(q.head+i)%len(q.ring)])
+		q.lent = max(q.lent, dst[len(dst)-1].seq)
 	}
 	return dst
 }
 
-// popThrough removes every entry up to and including seq. Entries a push
-// already shed to make room are simply no longer there.
+// popThrough removes every entry up to and including seq, and settles the
+// last snapshot: the loop has finished reading what it copied. Entries a
+// push already shed to make room are simply no longer there.
 func (q *outQueue) popThrough(seq uint64) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	for q.n > 0 && q.ring[q.head].seq <= seq {
 		e := q.popLocked()
 		q.bytes -= e.msg.Size()
+		e.msg.Release()
 	}
 	if q.n == 0 && len(q.ring) > 64 {
 		q.ring, q.head = nil, 0 // give back what a burst grew
 	}
+	q.settleLent()
+}
+
+// settleLent gives back the references of entries shed while lent.
+func (q *outQueue) settleLent() {
+	for i, m := range q.shedLent {
+		m.Release()
+		q.shedLent[i] = nil
+	}
+	q.shedLent = q.shedLent[:0]
+	q.lent = 0
 }
 
 // len is how many entries wait.
@@ -135,9 +164,14 @@ func (q *outQueue) pending() bool {
 	return q.n > 0
 }
 
-// close refuses every later push and forgets what waits.
+// close refuses every later push and forgets what waits. It is called on the
+// loop, after anything it read from a snapshot has been handed on.
 func (q *outQueue) close() {
 	q.mu.Lock()
+	for q.n > 0 {
+		q.popLocked().msg.Release()
+	}
+	q.settleLent()
 	q.closed = true
 	q.ring, q.head, q.n, q.bytes = nil, 0, 0, 0
 	q.mu.Unlock()
