@@ -192,6 +192,9 @@ func (c *Conn) wake() {
 // tick runs the connection's timers; it is called by the server's ticker.
 func (c *Conn) tick(now int64) {
 	o := &c.srv.opts
+	if c.out.grown.Load() {
+		c.out.trimIdle()
+	}
 	switch c.state.Load() {
 	case stateAwaitConnect:
 		if now-c.arrivedAt >= int64(o.ConnectTimeout) {

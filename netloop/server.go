@@ -34,8 +34,9 @@ type Server struct {
 	tickStop chan struct{} // closed once every connection has ended
 	wg       sync.WaitGroup
 
-	mu    sync.Mutex
-	conns map[*Conn]struct{}
+	mu     sync.Mutex
+	conns  map[*Conn]struct{}
+	wakers map[gnet.EventLoop]*loopWaker // one per event loop, made at its first connection
 
 	now atomic.Int64 // the coarse clock the loops stamp activity with, unix nanoseconds
 }
@@ -54,6 +55,7 @@ func New(opts Options) (*Server, error) {
 		stop:     make(chan struct{}),
 		tickStop: make(chan struct{}),
 		conns:    make(map[*Conn]struct{}),
+		wakers:   make(map[gnet.EventLoop]*loopWaker),
 	}
 	s.now.Store(time.Now().UnixNano())
 	return s, nil
@@ -187,7 +189,7 @@ func (s *Server) overflow(l *listener, nc net.Conn, w *waiter, arrivedAt time.Ti
 // enroll hands an admitted socket to the event loops with a fresh Conn.
 func (s *Server) enroll(l *listener, nc net.Conn, arrivedAt time.Time) {
 	g := &gnetConn{}
-	c, t := &g.c, &g.t
+	c, t := &g.c, g
 	t.remote = nc.RemoteAddr().String()
 	c.init(s, t, l.door.Name, arrivedAt)
 	s.mu.Lock()
