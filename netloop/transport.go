@@ -3,6 +3,7 @@ package netloop
 import (
 	"sync/atomic"
 	"syscall"
+	"unsafe"
 
 	"github.com/panjf2000/gnet/v2"
 )
@@ -58,9 +59,24 @@ type gnetConn struct {
 }
 
 func (t *gnetTransport) Write(b []byte) {
-	if t.waker.Load() != nil {
-		t.gc.Write(b)
+	if t.waker.Load() == nil || len(b) == 0 {
+		return
 	}
+	if t.gc.OutboundBuffered() == 0 {
+		// What gnet's Write does first when nothing waits - one write(2) -
+		// made without the scheduler's syscall bookkeeping: a write to a
+		// non-blocking socket does not block, and a fan-out makes one per
+		// subscriber per message. What the kernel does not take, and any
+		// error, go to gnet's Write, which buffers the rest (waiting for
+		// the socket to be writable) or closes the connection.
+		n, _, errno := syscall.RawSyscall(syscall.SYS_WRITE, uintptr(t.gc.Fd()), uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)))
+		if errno == 0 {
+			if b = b[n:]; len(b) == 0 {
+				return
+			}
+		}
+	}
+	t.gc.Write(b)
 }
 
 func (t *gnetTransport) Buffered() int {
