@@ -2,6 +2,8 @@ package netloop
 
 import (
 	"bytes"
+	"context"
+	"log/slog"
 	"sort"
 	"strconv"
 	"sync"
@@ -460,8 +462,8 @@ func (c *Conn) flush() {
 			through = e.seq
 			c.encode(sc, e, version)
 		}
+		c.out.popThrough(through, batch)
 		clear(batch) // the pool must not keep messages alive
-		c.out.popThrough(through)
 		if blocked {
 			break
 		}
@@ -571,7 +573,8 @@ func (c *Conn) handBackUnfinished() {
 	sort.Slice(u, func(i, j int) bool {
 		return c.inflight[u[i].Delivery.PacketID].seq < c.inflight[u[j].Delivery.PacketID].seq
 	})
-	for _, e := range c.out.snapshot(make([]outEntry, 0, c.out.len())) {
+	queued := c.out.held() // another goroutine's push may shed them meanwhile
+	for _, e := range queued {
 		if e.qos > 0 {
 			u = append(u, Unfinished{Msg: e.msg, Delivery: Delivery{QoS: e.qos, Retain: e.retain, SubscriptionIDs: e.subIDs,
 				Offset: e.offset, PacketID: e.pid, Released: e.rel, Dup: e.dup, Share: e.share}})
@@ -579,6 +582,9 @@ func (c *Conn) handBackUnfinished() {
 	}
 	if len(u) > 0 {
 		h.Unfinished(c, u)
+	}
+	for _, e := range queued {
+		e.msg.Release()
 	}
 }
 
@@ -599,11 +605,15 @@ func (c *Conn) nextPacketID() uint16 {
 }
 
 func (c *Conn) logInfo(msg string, args ...any) {
-	c.srv.log.Info(msg, c.logArgs(args)...)
+	if c.srv.infoOn() {
+		c.srv.log.Info(msg, c.logArgs(args)...)
+	}
 }
 
 func (c *Conn) logWarn(msg string, args ...any) {
-	c.srv.log.Warn(msg, c.logArgs(args)...)
+	if c.srv.log.Enabled(context.Background(), slog.LevelWarn) {
+		c.srv.log.Warn(msg, c.logArgs(args)...)
+	}
 }
 
 func (c *Conn) logArgs(args []any) []any {

@@ -209,8 +209,10 @@ func (c *Conn) onConnect(h codec.Header, body []byte, sc *scratch) {
 	}
 	sc.out = ack.Append(sc.out, v)
 	ack.Properties.Reset()
-	c.logInfo("client connected", "protocol", protocolName(v), "clean_start", cp.CleanStart,
-		"keepalive", keepalive, "session_expiry", granted, "session_present", present)
+	if c.srv.infoOn() { // its arguments alone cost allocations every connect
+		c.logInfo("client connected", "protocol", protocolName(v), "clean_start", cp.CleanStart,
+			"keepalive", keepalive, "session_expiry", granted, "session_present", present)
+	}
 }
 
 // answerable311 reports the CONNECT refusals RFC 0002 gives a 3.1.1 return

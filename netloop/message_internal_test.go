@@ -24,7 +24,7 @@ func TestADeliveryShedWhileTheLoopReadsItKeepsItsMessageUntilPopped(t *testing.T
 	if got := string(batch[0].msg.Payload); got != "first" || first.refs.Load() != 1 {
 		t.Fatalf("the snapshot's message reads %q with %d references while the loop holds it", got, first.refs.Load())
 	}
-	q.popThrough(0)
+	q.popThrough(0, batch)
 	if first.refs.Load() != 0 {
 		t.Fatalf("%d references left once the snapshot settled, want 0", first.refs.Load())
 	}

@@ -29,22 +29,22 @@ type outEntry struct {
 // push, only the connection's loop pops.
 //
 // Every queued entry holds a reference to its message (Message.Retain),
-// given back when the entry is popped, shed or forgotten at close.
+// given back when the entry is popped, shed or forgotten at close. Fields
+// are sized and grouped so nothing is padded: every connection has one.
 type outQueue struct {
 	mu      sync.Mutex
 	ring    []outEntry
-	head    int
-	n       int
+	head    int32
+	n       int32
 	bytes   int
 	limit   int
 	dropped uint64 // deliveries shed at the bound, for the log and metrics
 	nextSeq uint64
-	// lent is the last entry a snapshot copied out to the loop and no
-	// popThrough has yet settled: the loop may still be reading the
-	// messages up to it, so one shed meanwhile keeps its reference in
-	// shedLent until then.
-	lent     uint64
-	shedLent []*Message
+	// lent is the last entry the loop's snapshot copied out and popThrough
+	// has not yet settled: the loop may still be reading those messages,
+	// so an entry up to it shed meanwhile leaves its reference to
+	// popThrough, which finds it missing from the ring and gives it back.
+	lent uint64
 	// pushed is set by every push and cleared by trimIdle, which gives a
 	// grown ring back only after a whole tick with none: giving it back
 	// the moment it empties made a subscriber kept busy by bursts regrow
@@ -79,21 +79,19 @@ func (q *outQueue) push(e outEntry) bool {
 			old := q.popLocked()
 			q.bytes -= old.msg.Size()
 			q.dropped++
-			if old.seq <= q.lent {
-				q.shedLent = append(q.shedLent, old.msg)
-			} else {
-				old.msg.Release()
+			if old.seq > q.lent {
+				old.msg.Release() // else the loop's snapshot holds it (lent)
 			}
 		}
 	}
 	e.msg.Retain()
-	if q.n == len(q.ring) {
+	q.pushed = true
+	if int(q.n) == len(q.ring) {
 		q.grow()
 	}
-	q.pushed = true
 	q.nextSeq++
 	e.seq = q.nextSeq
-	q.ring[(q.head+q.n)%len(q.ring)] = e
+	q.ring[(int(q.head)+int(q.n))%len(q.ring)] = e
 	q.n++
 	q.bytes += size
 	return true
@@ -101,8 +99,8 @@ func (q *outQueue) push(e outEntry) bool {
 
 func (q *outQueue) grow() {
 	nr := make([]outEntry, max(8, 2*len(q.ring)))
-	for i := 0; i < q.n; i++ {
-		nr[i] = q.ring[(q.head+i)%len(q.ring)]
+	for i := 0; i < int(q.n); i++ {
+		nr[i] = q.ring[(int(q.head)+i)%len(q.ring)]
 	}
 	q.ring, q.head = nr, 0
 	if len(nr) > keptRing {
@@ -113,7 +111,7 @@ func (q *outQueue) grow() {
 func (q *outQueue) popLocked() outEntry {
 	e := q.ring[q.head]
 	q.ring[q.head] = outEntry{}
-	q.head = (q.head + 1) % len(q.ring)
+	q.head = int32((int(q.head) + 1) % len(q.ring))
 	q.n--
 	return e
 }
@@ -130,29 +128,55 @@ func (q *outQueue) peek() (outEntry, bool) {
 
 // snapshot copies up to cap(dst) entries from the head, oldest first, without
 // removing them: the loop encodes them outside the lock and then pops what
-// it wrote with popThrough.
+// it wrote with popThrough, passing the snapshot back.
 func (q *outQueue) snapshot(dst []outEntry) []outEntry {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	for i := 0; i < q.n && len(dst) < cap(dst); i++ {
-		dst = append(dst, q.ring[(q.head+i)%len(q.ring)])
-		q.lent = max(q.lent, dst[len(dst)-1].seq)
+	for i := 0; i < int(q.n) && len(dst) < cap(dst); i++ {
+		dst = append(dst, q.ring[(int(q.head)+i)%len(q.ring)])
+	}
+	if len(dst) > 0 {
+		q.lent = dst[len(dst)-1].seq
 	}
 	return dst
 }
 
-// popThrough removes every entry up to and including seq, and settles the
-// last snapshot: the loop has finished reading what it copied. Entries a
-// push already shed to make room are simply no longer there.
-func (q *outQueue) popThrough(seq uint64) {
+// popThrough removes every entry up to and including seq and settles lent:
+// the loop has finished reading batch, its last snapshot. An entry of batch
+// a push shed meanwhile is no longer in the ring, and its reference, left
+// by the push, is given back here.
+func (q *outQueue) popThrough(seq uint64, batch []outEntry) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
+	first := q.nextSeq + 1 // the oldest seq still queued
+	if q.n > 0 {
+		first = q.ring[q.head].seq
+	}
+	for _, e := range batch {
+		if e.seq < first {
+			e.msg.Release()
+		}
+	}
+	q.lent = 0
 	for q.n > 0 && q.ring[q.head].seq <= seq {
 		e := q.popLocked()
 		q.bytes -= e.msg.Size()
 		e.msg.Release()
 	}
-	q.settleLent()
+}
+
+// held copies every entry, oldest first, each with a reference of its own
+// that the caller gives back: what an ending connection hands its handler.
+func (q *outQueue) held() []outEntry {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	dst := make([]outEntry, 0, q.n)
+	for i := 0; i < int(q.n); i++ {
+		e := q.ring[(int(q.head)+i)%len(q.ring)]
+		e.msg.Retain()
+		dst = append(dst, e)
+	}
+	return dst
 }
 
 // trimIdle gives back a ring a burst grew once the queue is empty and nothing
@@ -170,21 +194,11 @@ func (q *outQueue) trimIdle() {
 	}
 }
 
-// settleLent gives back the references of entries shed while lent.
-func (q *outQueue) settleLent() {
-	for i, m := range q.shedLent {
-		m.Release()
-		q.shedLent[i] = nil
-	}
-	q.shedLent = q.shedLent[:0]
-	q.lent = 0
-}
-
 // len is how many entries wait.
 func (q *outQueue) len() int {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	return q.n
+	return int(q.n)
 }
 
 // pending reports whether anything waits.
@@ -195,13 +209,12 @@ func (q *outQueue) pending() bool {
 }
 
 // close refuses every later push and forgets what waits. It is called on the
-// loop, after anything it read from a snapshot has been handed on.
+// loop, never between a snapshot and its popThrough.
 func (q *outQueue) close() {
 	q.mu.Lock()
 	for q.n > 0 {
 		q.popLocked().msg.Release()
 	}
-	q.settleLent()
 	q.closed = true
 	q.ring, q.head, q.n, q.bytes = nil, 0, 0, 0
 	q.mu.Unlock()

@@ -28,6 +28,10 @@ type Server struct {
 	loop  *gnet.Client // the event loops; accept is ours (see acceptLoop)
 	doors []*listener
 
+	enrollq  chan enrollment // admitted sockets for the enrollers (enroll.go)
+	enrollWG sync.WaitGroup  // the enrollers
+	acceptWG sync.WaitGroup  // the accept loops: once they end, enrollq closes
+
 	stopOnce sync.Once
 	stopErr  error
 	stop     chan struct{} // closed when shutdown begins
@@ -55,6 +59,7 @@ func New(opts Options) (*Server, error) {
 		stop:     make(chan struct{}),
 		tickStop: make(chan struct{}),
 		conns:    make(map[*Conn]struct{}),
+		enrollq:  make(chan enrollment, 64),
 		wakers:   make(map[gnet.EventLoop]*loopWaker),
 	}
 	s.now.Store(time.Now().UnixNano())
@@ -94,11 +99,16 @@ func (s *Server) Start() error {
 		return fmt.Errorf("netloop: starting the event loops: %w", err)
 	}
 	s.loop = cli
+	s.startEnrollers()
 	for _, l := range s.doors {
 		s.log.Info("listening", "listener", l.door.Name, "address", l.addr().String())
-		s.wg.Add(1)
+		s.acceptWG.Add(1)
 		go s.acceptLoop(l)
 	}
+	go func() {
+		s.acceptWG.Wait()
+		close(s.enrollq)
+	}()
 	s.wg.Add(1)
 	go s.ticker()
 	return nil
@@ -120,7 +130,7 @@ func (s *Server) Connections() int { return s.adm.inUse() }
 // acceptLoop accepts on one door. The pacer runs before Accept, so a
 // connection over max_connect_rate stays in the kernel's accept queue.
 func (s *Server) acceptLoop(l *listener) {
-	defer s.wg.Done()
+	defer s.acceptWG.Done()
 	pacer := newAcceptPacer(s.opts.MaxConnectRate)
 	for {
 		if !pacer.take(s.stop) {
@@ -156,7 +166,7 @@ func (s *Server) arrive(l *listener, nc net.Conn) {
 	arrivedAt := time.Now()
 	switch a, w := s.adm.arrive(); a {
 	case admitted:
-		s.enroll(l, nc, arrivedAt)
+		s.enrollq <- enrollment{l, nc, arrivedAt}
 	case queued:
 		s.wg.Add(1)
 		go s.overflow(l, nc, w, arrivedAt)
@@ -195,6 +205,13 @@ func (s *Server) enroll(l *listener, nc net.Conn, arrivedAt time.Time) {
 	s.mu.Lock()
 	s.conns[c] = struct{}{}
 	s.mu.Unlock()
+	select {
+	case <-s.stop:
+		// Admitted as the stop began, and perhaps after Shutdown listed
+		// the connections it ends: ended like them.
+		c.Kick(codec.ServerShuttingDown)
+	default:
+	}
 	gc, err := s.loop.EnrollContext(nc, g)
 	if err != nil {
 		s.log.Error("handing a connection to the event loop failed", "listener", l.door.Name, "error", err)
@@ -203,6 +220,12 @@ func (s *Server) enroll(l *listener, nc net.Conn, arrivedAt time.Time) {
 		s.forget(c)
 	}
 	_ = gc // the transport learns its gnet.Conn in OnOpen
+}
+
+// infoOn reports whether the logger takes info lines: a connection's lines
+// are built only then, since building one allocates.
+func (s *Server) infoOn() bool {
+	return s.log.Enabled(context.Background(), slog.LevelInfo)
 }
 
 func (s *Server) forget(c *Conn) {
@@ -277,6 +300,8 @@ func (s *Server) shutdown(ctx context.Context) error {
 		}
 	}
 	close(s.tickStop)
+	s.acceptWG.Wait()
+	s.enrollWG.Wait()
 	s.wg.Wait()
 	if s.loop != nil {
 		if e := s.loop.Stop(); e != nil && err == nil {
