@@ -49,12 +49,18 @@ func (w *loopWaker) wake(g *gnetConn) {
 	}
 	w.mu.Unlock()
 	if queue {
-		if err := w.el.Execute(context.Background(), w); err != nil {
-			// The loops are stopping: nothing will run the list.
-			w.mu.Lock()
-			w.scheduled = false
-			w.mu.Unlock()
-		}
+		w.schedule()
+	}
+}
+
+// schedule queues the task that runs the pending list; the caller has set
+// scheduled.
+func (w *loopWaker) schedule() {
+	if err := w.el.Execute(context.Background(), w); err != nil {
+		// The loops are stopping: nothing will run the list.
+		w.mu.Lock()
+		w.scheduled = false
+		w.mu.Unlock()
 	}
 }
 
@@ -76,14 +82,26 @@ func (w *loopWaker) enter() {
 	w.mu.Unlock()
 }
 
+// leaveRounds bounds how many batches leave runs before it lets the loop go
+// back to its sockets: wakes that keep arriving from other loops go on in a
+// queued task rather than starve this loop's reads.
+const leaveRounds = 4
+
 // leave runs every pending wake, including those the wakes themselves cause,
 // and marks the loop as no longer busy once none is left. Loop only.
 func (w *loopWaker) leave() {
-	for {
+	for round := 0; ; round++ {
 		w.mu.Lock()
-		if len(w.pending) == 0 {
+		if len(w.pending) == 0 || round == leaveRounds {
 			w.busy = false
+			queue := len(w.pending) > 0 && !w.scheduled
+			if queue {
+				w.scheduled = true
+			}
 			w.mu.Unlock()
+			if queue {
+				w.schedule()
+			}
 			return
 		}
 		batch := w.pending
