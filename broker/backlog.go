@@ -32,6 +32,8 @@ type backlog struct {
 	// fullWarnedAt is when a full provider was last warned about: at most
 	// once every ten seconds (RFC 0002).
 	fullWarnedAt time.Time
+	// roomMu lets one makeRoom at a time walk the sessions.
+	roomMu sync.Mutex
 
 	sets sync.Pool // *awaySet
 }
@@ -63,6 +65,10 @@ type owedEntry struct {
 	// pid; only its PUBREL is owed.
 	released bool
 	pid      uint16
+	// returned: in a shared group's backlog, a delivery an ending member
+	// gave back, stored as such (Sessions.Returned) until a member is
+	// handed it (TakeReturned).
+	returned bool
 }
 
 // markSent records that entry j was handed to the connection.
@@ -134,11 +140,11 @@ func (a *awaySet) add(s *session) {
 // connected ones are sent it from memory.
 func (l *backlog) keep(publisher string, p *codec.Publish, set *awaySet, m *netloop.Message) {
 	e, err := l.log.Append(store.BroadcastEntry{Record: recordOf(p, publisher, l.b.now())})
-	for tries := 0; tries < 4 && store.IsFull(err) && l.makeRoom(); tries++ {
+	for tries := 0; tries < roomTries && store.IsFull(err) && l.makeRoom(nil, "a message owed to sessions", 1<<tries); tries++ {
 		e, err = l.log.Append(store.BroadcastEntry{Record: recordOf(p, publisher, l.b.now())})
 	}
 	if err != nil {
-		var away uint64
+		var away, groups uint64
 		for _, s := range set.sessions {
 			if ref := s.client.Load(); ref != nil {
 				if m == nil {
@@ -154,10 +160,15 @@ func (l *backlog) keep(publisher string, p *codec.Publish, set *awaySet, m *netl
 				}
 				continue
 			}
+			if s.group != nil {
+				groups++ // a shared group's loss, not a session's
+				continue
+			}
 			away++
 		}
 		if store.IsFull(err) {
 			l.b.counters.DeliveriesDroppedStorageFull.Add(away)
+			l.b.counters.SharesDroppedStorageFull.Add(groups)
 			l.warnFull("the broadcast log's provider is full: a message owed to sessions that are away is not kept", "sessions", away)
 		} else {
 			l.b.storageFailed("writing the broadcast log", publisher, err)
@@ -170,13 +181,35 @@ func (l *backlog) keep(publisher string, p *codec.Publish, set *awaySet, m *netl
 	l.owedBy(&e, size, set, m)
 }
 
+// roomTries is how many times a write refused for room lets the log give
+// way before it is refused: makeRoom's n doubles each time, so the fewest
+// messages go (RFC 0002) while a sqlite provider, whose room comes back by
+// the page, still finds its page within a few tries (up to 255 messages).
+const roomTries = 8
+
 // makeRoom lets the log's oldest messages go to make room in a full
-// provider: the fewest of the oldest that nobody has on the wire, each
-// session that owed one counted once for it (storage_full). It reports
-// whether anything went. Called with no shard lock held.
-func (l *backlog) makeRoom() bool {
-	const batch = 16
-	oldest, err := l.log.Oldest(batch)
+// provider, for its own next message or for any other write on the provider
+// (RFC 0002 "Every session's state": the log gives way to everything else
+// there): the n oldest that nobody has on the wire, each session
+// that owed one counted once for it (storage_full), and what shared groups
+// were owed from them counted as the groups' (shares storage_full). It
+// reports whether anything went; what names what the room is for in the
+// warning.
+//
+// held is the shard whose lock the caller holds, nil for none. A caller
+// holding one may wait here for the others only while no other such caller
+// is inside (roomMu taken without waiting): two of them, each holding its own
+// shard and waiting for the other's, would never finish. A caller turned away
+// finds no room, as though nothing could go.
+func (l *backlog) makeRoom(held *shard, what string, n int) bool {
+	if held == nil {
+		l.roomMu.Lock()
+	} else if !l.roomMu.TryLock() {
+		return false
+	}
+	defer l.roomMu.Unlock()
+	// Some of the oldest may be on the wire and stay: look past them.
+	oldest, err := l.log.Oldest(n + 16)
 	if err != nil || len(oldest) == 0 {
 		return false
 	}
@@ -184,7 +217,7 @@ func (l *backlog) makeRoom() bool {
 	for _, o := range oldest {
 		want[o] = true
 	}
-	l.eachSession(func(s *session) {
+	l.eachSession(held, func(s *session) {
 		for _, e := range s.owed.entries {
 			if e.sent && want[e.offset] {
 				want[e.offset] = false // it is that session's to finish
@@ -193,7 +226,7 @@ func (l *backlog) makeRoom() bool {
 	})
 	var gone []uint64
 	for _, o := range oldest {
-		if want[o] {
+		if want[o] && len(gone) < n {
 			gone = append(gone, o)
 		} else {
 			delete(want, o)
@@ -203,23 +236,18 @@ func (l *backlog) makeRoom() bool {
 		return false
 	}
 	var lost uint64
-	l.eachSession(func(s *session) {
-		o := &s.owed
-		kept := o.entries[:0]
-		for _, e := range o.entries {
-			if want[e.offset] {
-				o.bytes -= e.size
-				lost++
-				continue
-			}
-			kept = append(kept, e)
-		}
-		if len(kept) != len(o.entries) {
-			clear(o.entries[len(kept):])
-			o.entries = kept
+	l.eachSession(held, func(s *session) {
+		if n := l.forget(s, want); n > 0 {
+			lost += n
 			l.markDirty(s)
 		}
 	})
+	var shared uint64
+	l.b.shares.mu.Lock()
+	for _, g := range l.b.shares.groups {
+		shared += l.forget(g.standIn, want)
+	}
+	l.b.shares.mu.Unlock()
 	l.mu.Lock()
 	for _, o := range gone {
 		delete(l.refs, o)
@@ -233,9 +261,43 @@ func (l *backlog) makeRoom() bool {
 	l.b.counters.LogMessages.Add(-int64(len(gone)))
 	l.b.counters.LogBytes.Add(-freed)
 	l.b.counters.DeliveriesDroppedStorageFull.Add(lost)
+	l.b.counters.SharesDroppedStorageFull.Add(shared)
 	l.warnFull("the broadcast log's provider is full: its oldest messages went to make room",
-		"messages", len(gone), "deliveries", lost)
+		"for", what, "messages", len(gone), "deliveries", lost, "shared_deliveries", shared)
 	return true
+}
+
+// forget takes the offsets gone says may go out of s's list and reports how
+// many it held. The lock guarding s is held.
+func (l *backlog) forget(s *session, gone map[uint64]bool) uint64 {
+	o := &s.owed
+	kept := o.entries[:0]
+	var n uint64
+	for _, e := range o.entries {
+		if gone[e.offset] {
+			o.bytes -= e.size
+			s.forgetWindow(e)
+			n++
+			continue
+		}
+		kept = append(kept, e)
+	}
+	clear(o.entries[len(kept):])
+	o.entries = kept
+	return n
+}
+
+// withRoom runs a write on the session store's provider and, while the
+// provider is full, lets the log's oldest messages go for it and tries again
+// (RFC 0002: only when the log has nothing left to give is the write refused,
+// answered as its own store answers a full provider). held is the shard
+// whose lock the caller holds, nil for none.
+func (b *Broker) withRoom(held *shard, what string, write func() error) error {
+	err := write()
+	for tries := 0; tries < roomTries && store.IsFull(err) && b.bcast.makeRoom(held, what, 1<<tries); tries++ {
+		err = write()
+	}
+	return err
 }
 
 // warnFull logs a full provider's losses at most once every ten seconds.
@@ -252,15 +314,20 @@ func (l *backlog) warnFull(msg string, args ...any) {
 	}
 }
 
-// eachSession calls fn for every session, under its shard's lock.
-func (l *backlog) eachSession(fn func(*session)) {
+// eachSession calls fn for every session, under its shard's lock; held is
+// a shard whose lock the caller already holds, nil for none.
+func (l *backlog) eachSession(held *shard, fn func(*session)) {
 	for i := range l.b.shards {
 		sh := &l.b.shards[i]
-		sh.mu.Lock()
+		if sh != held {
+			sh.mu.Lock()
+		}
 		for _, s := range sh.sessions {
 			fn(s)
 		}
-		sh.mu.Unlock()
+		if sh != held {
+			sh.mu.Unlock()
+		}
 	}
 }
 
@@ -388,7 +455,11 @@ func (l *backlog) owe(s *session, offset uint64, size int64) int {
 			break
 		}
 		l.drop(s, i)
-		l.b.counters.DeliveriesDroppedQueue.Add(1)
+		if s.group != nil {
+			l.b.counters.SharesDroppedBacklogFull.Add(1)
+		} else {
+			l.b.counters.DeliveriesDroppedQueue.Add(1)
+		}
 	}
 	return s.owed.find(offset)
 }
@@ -411,8 +482,22 @@ func (l *backlog) drop(s *session, i int) {
 	if e.sent {
 		o.sentBytes -= e.size
 	}
+	s.forgetWindow(e)
 	l.unown(e.offset)
 	l.markDirty(s)
+}
+
+// forgetWindow queues the stored window entry of e, if it has one - a QoS 2
+// delivery whose PUBREC was stored, or one a shared group handed s - to be
+// deleted with the cursor's next write. Shard lock held.
+func (s *session) forgetWindow(e owedEntry) {
+	switch {
+	case s.group != nil:
+	case e.released:
+		s.done = append(s.done, store.InFlightKey{PacketID: e.pid, Offset: e.offset})
+	case e.share != "":
+		s.done = append(s.done, store.InFlightKey{PacketID: packetIDFor(e.offset), Offset: e.offset})
+	}
 }
 
 // unown records that one session no longer owes offset.
@@ -546,7 +631,7 @@ func (b *Broker) Received(c netloop.Client, offset uint64, packetID uint16) bool
 	if i < 0 || s.owed.entries[i].released {
 		return true
 	}
-	err := b.sessions.AddInFlight(s.id, []store.InFlight{{Offset: offset, PacketID: packetID, QoS: 2, Released: true}})
+	err := b.sessions.AddInFlight(s.id, []store.InFlight{{Offset: offset, PacketID: packetID, QoS: 2, Released: true, ShareGroup: s.owed.entries[i].share}})
 	if err != nil {
 		b.storageFailed("storing a QoS 2 delivery's PUBREC", s.id, err)
 		return false
@@ -583,17 +668,37 @@ func (b *Broker) Acked(c netloop.Client, offset uint64) {
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	s := sh.sessions[c.ClientID()]
-	if s == nil || s.client.Load() == nil || s.client.Load().c != c {
+	if s == nil {
+		return
+	}
+	if ref := s.client.Load(); ref == nil || ref.c != c {
+		if ref != nil && s.takenFrom == c {
+			// Read on the connection it was taken from, which settled the
+			// exchange on its side: that connection changes nothing
+			// (invariant 17), so the session still owes it and its new
+			// connection is sent it again rather than nobody.
+			b.bcast.resend(s, ref.c, offset)
+		}
 		return
 	}
 	if i := s.owed.find(offset); i >= 0 {
-		if e := s.owed.entries[i]; e.released {
-			// Its stored window entry goes with the cursor, at the next commit.
-			s.done = append(s.done, store.InFlightKey{PacketID: e.pid, Offset: e.offset})
-		}
 		b.bcast.drop(s, i)
 		b.bcast.pump(s, c) // the room it made is used at once
 	}
+}
+
+// resend makes s's entry at offset one not handed over, and pumps: it was
+// on a connection that no longer owns the session, which will not finish it.
+// A re-send says DUP. Shard lock held.
+func (l *backlog) resend(s *session, c netloop.Client, offset uint64) {
+	o := &s.owed
+	i := o.find(offset)
+	if i < 0 || !o.entries[i].sent {
+		return
+	}
+	o.entries[i].sent, o.entries[i].maybeSent = false, true
+	o.sentBytes -= o.entries[i].size
+	l.pump(s, c)
 }
 
 // cursor is s's lowest unacknowledged offset. With nothing owed it is the
@@ -644,12 +749,20 @@ func (b *Broker) commitLoop() {
 	defer b.wg.Done()
 	t := time.NewTicker(b.opts.AckCommitInterval)
 	defer t.Stop()
+	var expire <-chan time.Time // nil, never ready, without expires_after
+	if ea := b.opts.ShareExpiresAfter; ea > 0 {
+		e := time.NewTicker(shareExpiryPeriod(ea))
+		defer e.Stop()
+		expire = e.C
+	}
 	for {
 		select {
 		case <-b.done:
 			return
 		case <-t.C:
 			b.bcast.commit()
+		case <-expire:
+			b.expireBacklogs(b.now())
 		}
 	}
 }

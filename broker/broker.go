@@ -53,6 +53,17 @@ type Options struct {
 	// Retained is broker.retained's store; nil gives the broker a memory
 	// store of its own bounded by RetainedMaxBytes.
 	Retained store.Retained
+	// SessionsWaitOnDisk and RetainedWaitOnDisk say that a write to Sessions
+	// (its broadcast log included) or to Retained waits for a commit to
+	// disk: the calls that make one then run off the connection's loop
+	// (Waits). False - a memory provider, which only takes a lock - keeps
+	// them on the loop, the fastest path.
+	SessionsWaitOnDisk bool
+	RetainedWaitOnDisk bool
+	// RetainedWithSessions: Retained lives on the provider Sessions does, so
+	// a retained value that finds it full takes its room from the broadcast
+	// log first (RFC 0002 "Every session's state").
+	RetainedWithSessions bool
 	// RetainedMaxBytes bounds the broker's own retained store (only when
 	// Retained is nil); past it a new retained value is refused 0x97.
 	RetainedMaxBytes int64
@@ -284,7 +295,7 @@ func (b *Broker) Connect(c netloop.Client, req *netloop.ConnectRequest) (bool, c
 		// The replaced connection's Will goes out now if it has no delay;
 		// one with a delay is dropped: the session lives on (RFC 0003).
 		if s.will != nil && s.will.Delay == 0 {
-			b.fireWill(s, now)
+			b.fireWill(s, WillImmediate)
 		}
 		s.will = nil
 		if s.expiry == 0 {
@@ -299,6 +310,9 @@ func (b *Broker) Connect(c netloop.Client, req *netloop.ConnectRequest) (bool, c
 	present := s != nil
 	if s != nil {
 		b.stopTimer(s)
+		if s.will != nil {
+			b.counters.WillsCancelled.Add(1)
+		}
 		s.will = nil // a waiting Will is cancelled by the resume
 	} else {
 		// No filter map until the first SUBSCRIBE: a connected client that
@@ -310,16 +324,23 @@ func (b *Broker) Connect(c netloop.Client, req *netloop.ConnectRequest) (bool, c
 	s.awaySince = time.Time{}
 	s.will = will
 	s.receiveMax = 65535
-	if err := b.sessions.Put(s.record()); err != nil {
-		code := b.connectStoreFailed(req, s, err)
-		if code != codec.Success {
-			s.expiry, s.awaySince, s.will, s.receiveMax = prevExpiry, prevAway, nil, prevReceiveMax
-			if present {
-				b.armExpiry(sh, s)
-			}
-			sh.mu.Unlock()
-			return false, code
+	code := codec.Success
+	if present {
+		// Before the record: a refusal here leaves the store as it was.
+		code = b.groupCursorsFailed(req, b.ensureGroupCursors(sh, s))
+	}
+	if code == codec.Success {
+		if err := b.putSession(sh, s, !present); err != nil {
+			code = b.connectStoreFailed(req, s, err)
 		}
+	}
+	if code != codec.Success {
+		s.expiry, s.awaySince, s.will, s.receiveMax = prevExpiry, prevAway, nil, prevReceiveMax
+		if present {
+			b.armExpiry(sh, s)
+		}
+		sh.mu.Unlock()
+		return false, code
 	}
 	sh.sessions[req.ClientID] = s
 	s.gen++
@@ -361,7 +382,6 @@ func (b *Broker) connectStoreFailed(req *netloop.ConnectRequest, s *session, err
 		return codec.ImplementationSpecificError
 	}
 	if s.will != nil {
-		b.counters.ConnectionsRefusedStoreFull.Add(1)
 		b.log.Warn("connection refused: the session store has no room for its Will", "client_id", req.ClientID)
 		return codec.QuotaExceeded
 	}
@@ -375,20 +395,6 @@ func (b *Broker) connectStoreFailed(req *netloop.ConnectRequest, s *session, err
 // expired reports whether an away session's expiry has passed at now.
 func (s *session) expired(now time.Time) bool {
 	return !s.awaySince.IsZero() && !now.Before(s.awaySince.Add(s.expiry))
-}
-
-// record is the session as the store keeps it.
-func (s *session) record() store.Session {
-	r := store.Session{ClientID: s.id, Expiry: s.expiry, DisconnectedAt: s.awaySince, ReceiveMaximum: s.receiveMax, Will: s.will}
-	if len(s.filters) > 0 {
-		r.Subscriptions = make([]store.Subscription, 0, len(s.filters))
-		for f, sub := range s.filters {
-			group, _, _, _ := topic.SplitShared(f)
-			r.Subscriptions = append(r.Subscriptions, store.Subscription{Filter: f, ShareGroup: group, QoS: sub.qos, NoLocal: sub.noLocal,
-				RetainAsPublished: sub.retainAsPublished, RetainHandling: sub.retainHandling, SubscriptionID: sub.id, LogOffset: sub.logOffset})
-		}
-	}
-	return r
 }
 
 // Disconnected ends the connection's hold on its session. The session outlives
@@ -422,7 +428,11 @@ func (b *Broker) Disconnected(c netloop.Client, sessionExpiry uint32, graceful b
 	}
 	if s.expiry == 0 {
 		if s.will != nil {
-			b.fireWill(s, now)
+			cause := WillImmediate
+			if s.will.Delay > 0 {
+				cause = WillSessionEnded // its delay cannot outlast the session
+			}
+			b.fireWill(s, cause)
 		}
 		b.endSession(sh, s, "")
 		return
@@ -430,12 +440,12 @@ func (b *Broker) Disconnected(c netloop.Client, sessionExpiry uint32, graceful b
 	s.awaySince = now
 	if s.will != nil {
 		if s.will.Delay == 0 {
-			b.fireWill(s, now)
+			b.fireWill(s, WillImmediate)
 		} else {
 			s.will.DueAt = now.Add(min(s.will.Delay, s.expiry))
 		}
 	}
-	if err := b.sessions.Put(s.record()); err != nil {
+	if err := b.putSession(sh, s, false); err != nil {
 		b.storageFailed("storing a session as its client left", id, err)
 	} else if s.will != nil {
 		b.log.Debug("Will waiting out its delay", "client_id", id, "due_at", s.will.DueAt)
@@ -464,9 +474,9 @@ func (b *Broker) armExpiry(sh *shard, s *session) {
 			return
 		}
 		if s.will != nil && !s.will.DueAt.IsZero() && !now.Before(s.will.DueAt) {
-			b.fireWill(s, now)
+			b.fireWill(s, WillDelayed)
 			s.will = nil
-			if err := b.sessions.Put(s.record()); err != nil {
+			if err := b.putSession(sh, s, false); err != nil {
 				b.storageFailed("removing a published Will", s.id, err)
 			}
 		}
@@ -488,11 +498,17 @@ func (b *Broker) endSession(sh *shard, s *session, why string) {
 	if s.will != nil {
 		// Waiting out its delay, or - for a client connected when the broker
 		// last stopped - kept with no due moment until the session ends.
-		b.fireWill(s, b.now())
+		b.fireWill(s, WillSessionEnded)
 	}
 	s.ended = true
 	s.will = nil
 	b.stopTimer(s)
+	// What its groups handed it from the log goes back to them (giveBack,
+	// below); what its last connection left unfinished from memory goes back
+	// as a connection-bound member's does (RFC 0003 "Broadcast": any ending),
+	// before the session leaves them.
+	back := b.takeShared(s)
+	b.returnToGroups(s, s.carry)
 	b.dropFilters(s)
 	releaseCarry(s.carry)
 	s.carry = nil
@@ -503,7 +519,13 @@ func (b *Broker) endSession(sh *shard, s *session, why string) {
 	if sh.sessions[s.id] == s {
 		delete(sh.sessions, s.id)
 	}
-	if err := b.sessions.End(s.id, nil); err != nil && !errors.Is(err, store.ErrNotFound) {
+	returned := b.giveBack(s, back)
+	err := b.sessions.End(s.id, returned)
+	if store.IsFull(err) && len(returned) > 0 {
+		b.unreturn(returned) // no room even in the reserve: dropped, counted
+		err = b.sessions.End(s.id, nil)
+	}
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
 		b.storageFailed("ending a session", s.id, err)
 	}
 	if why != "" {
@@ -514,6 +536,7 @@ func (b *Broker) endSession(sh *shard, s *session, why string) {
 // dropFilters takes every filter of s out of the index and its groups.
 // Shard lock held.
 func (b *Broker) dropFilters(s *session) {
+	b.counters.Subscriptions.Add(-int64(len(s.filters)))
 	for f := range s.filters {
 		if strings.HasPrefix(f, topic.SharePrefix) {
 			b.leaveShare(f, s)
@@ -537,6 +560,7 @@ func (b *Broker) Publish(c netloop.Client, p *codec.Publish) (codec.ReasonCode, 
 	// so nothing accumulates whatever an over-eager client does. Said at
 	// debug, since a client held to its rate makes one line per publish.
 	if !b.budgets.take(c.ClientID(), len(p.Payload), time.Now()) {
+		b.counters.PublishRefused.Add(netloop.ReasonPublishRateExceeded)
 		b.log.Debug("publish refused", "client_id", c.ClientID(), "topic", string(p.Topic), "code", codec.QuotaExceeded.String(), "why", "publish rate exceeded")
 		return codec.QuotaExceeded, "over limits.publish_rate or limits.publish_bytes"
 	}
@@ -546,6 +570,9 @@ func (b *Broker) Publish(c netloop.Client, p *codec.Publish) (codec.ReasonCode, 
 		return b.refusePublish(c.ClientID(), p, codec.QuotaExceeded, "User Properties larger than limits.max_header_bytes")
 	}
 	if code, why := b.checkTopic(p.Topic); code != codec.Success {
+		if code == codec.NotAuthorized {
+			return b.logRefusal(c.ClientID(), p, code, why) // $SYS: RFC 0005 counts it nowhere
+		}
 		return b.refusePublish(c.ClientID(), p, code, why)
 	}
 	if err := codec.CheckPayloadFormat(p); err != nil {
@@ -566,9 +593,17 @@ func headers(p *codec.Properties) (n, size int) {
 	return len(p.User), size
 }
 
-// refusePublish logs a refused publish, whatever its QoS (RFC 0002: every
-// refusal is logged, so one with no reply at all is still visible).
+// refusePublish counts and logs a refused publish, whatever its QoS (RFC
+// 0002: every refusal is logged, so one with no reply at all is still
+// visible; RFC 0005 counts it by its code).
 func (b *Broker) refusePublish(clientID string, p *codec.Publish, code codec.ReasonCode, why string) (codec.ReasonCode, string) {
+	b.counters.PublishRefused.Add(netloop.ReasonOf(code))
+	return b.logRefusal(clientID, p, code, why)
+}
+
+// logRefusal logs a refused publish that refusePublish's count does not
+// take, or has already taken under a finer reason.
+func (b *Broker) logRefusal(clientID string, p *codec.Publish, code codec.ReasonCode, why string) (codec.ReasonCode, string) {
 	b.log.Warn("publish refused", "client_id", clientID, "topic", string(p.Topic), "qos", p.QoS, "code", code.String(), "why", why)
 	return code, why
 }
@@ -603,6 +638,9 @@ func (b *Broker) routeLogged(publisher string, p *codec.Publish, offset uint64, 
 		}
 		ms.add(s, sub)
 	})
+	if len(ms.list) == 0 {
+		b.counters.BroadcastUnmatched.Add(1)
+	}
 	// One copy per session, at the highest QoS its matching filters were
 	// granted, carrying every identifier (RFC 0003; MQTT 5 3.3.4).
 	for i := range ms.list {
@@ -729,7 +767,13 @@ func (b *Broker) Subscribe(c netloop.Client, f []byte, o netloop.SubscribeOption
 		s.filters = make(map[string]subscription)
 	}
 	s.filters[filter] = sub
-	if err := b.sessions.Put(s.record()); err != nil {
+	var groupCursor uint64
+	if shared && s.expiry > 0 && !b.groupHasCursor(filter) {
+		// The group's first member whose session outlives its connection
+		// brings its cursor, in the write that stores the filter (RFC 0002).
+		groupCursor = b.bcast.log.Next()
+	}
+	if err := b.storeFilter(sh, s, filter, sub, groupCursor); err != nil {
 		// The session is kept as it was: an existing subscription goes on
 		// being served as it was granted.
 		if existed {
@@ -745,14 +789,19 @@ func (b *Broker) Subscribe(c netloop.Client, f []byte, o netloop.SubscribeOption
 		b.storageFailed("storing a subscription", id, err)
 		return codec.ImplementationSpecificError, "the session store could not keep the subscription"
 	}
+	if !existed {
+		b.counters.Subscriptions.Add(1)
+	}
 	if shared {
 		// Nothing retained is sent to a shared subscription (MQTT 5
 		// 4.8.2); what the group holds goes to a member that can take it.
 		g := b.joinShare(filter, inner, s, sub)
-		if s.expiry > 0 {
-			if err := b.ensureGroupCursor(g); err != nil {
-				b.storageFailed("storing a shared group's cursor", id, err)
+		if groupCursor > 0 {
+			b.shares.mu.Lock()
+			if g.saved == 0 {
+				g.saved = groupCursor
 			}
+			b.shares.mu.Unlock()
 		}
 		b.drainShares(s, c)
 		b.bcast.pump(s, c)
@@ -780,16 +829,18 @@ func (b *Broker) Unsubscribe(c netloop.Client, f []byte) codec.ReasonCode {
 	if s == nil || s.client.Load() == nil || s.client.Load().c != c {
 		return codec.NoSubscriptionExisted // taken over: not this connection's session
 	}
-	sub, ok := s.filters[filter]
-	if !ok {
+	if _, ok := s.filters[filter]; !ok {
 		return codec.NoSubscriptionExisted
 	}
-	delete(s.filters, filter)
-	if err := b.sessions.Put(s.record()); err != nil {
-		s.filters[filter] = sub
+	// One filter forgotten, with its group's cursor when this was the
+	// group's last stored holder. A session the store does not hold (one
+	// accepted with no room) has nothing stored to forget.
+	if _, err := b.sessions.Unsubscribe(id, filter); err != nil && !errors.Is(err, store.ErrNotFound) {
 		b.storageFailed("forgetting a subscription", id, err)
 		return codec.ImplementationSpecificError
 	}
+	delete(s.filters, filter)
+	b.counters.Subscriptions.Add(-1)
 	if strings.HasPrefix(filter, topic.SharePrefix) {
 		b.leaveShare(filter, s)
 	} else {

@@ -3,6 +3,7 @@ package broker
 import (
 	"sync/atomic"
 
+	"saguin/netloop"
 	"saguin/store"
 )
 
@@ -12,9 +13,6 @@ import (
 type Counters struct {
 	// StorageErrors: a store call failed (saguin_storage_errors_total).
 	StorageErrors atomic.Uint64
-	// ConnectionsRefusedStoreFull: a CONNECT whose Will the session store
-	// had no room for (saguin_connections_refused_total{reason="session store full"}).
-	ConnectionsRefusedStoreFull atomic.Uint64
 	// SessionsRestored: sessions brought back from the store at a start
 	// (saguin_sessions_restored_total).
 	SessionsRestored atomic.Uint64
@@ -22,15 +20,31 @@ type Counters struct {
 	// connection and were kept only as long as it
 	// (saguin_sessions_dropped_total{cause="storage_full"}).
 	SessionsDroppedStorageFull atomic.Uint64
-	// SessionsExpired: sessions ended because their expiry passed, at a
-	// start or while running (saguin_sessions_dropped_total{cause="expired"}).
-	SessionsExpired atomic.Uint64
+	// SessionsExpiredWhileStopped: sessions whose expiry passed while the
+	// broker was stopped, ended at the start
+	// (saguin_sessions_dropped_total{cause="expired_while_stopped"}).
+	SessionsExpiredWhileStopped atomic.Uint64
 	// SessionExpiryShortened: restored sessions whose expiry was above
 	// limits.max_session_expiry as it stands now
 	// (saguin_session_expiry_shortened_total).
 	SessionExpiryShortened atomic.Uint64
-	// WillsPublished: Wills that went out (saguin_wills_published_total).
-	WillsPublished atomic.Uint64
+	// WillsPublished: Wills that went out, by what made each due
+	// (saguin_wills_published_total{cause}, indexed by WillCause).
+	WillsPublished [willCauses]atomic.Uint64
+	// WillsCancelled: Wills a client cancelled by resuming its session
+	// before they went out [MQTT-3.1.3-9] (saguin_wills_cancelled_total).
+	WillsCancelled atomic.Uint64
+	// PublishRefused: publishes refused, by the code answered - 0x97 split
+	// into publish rate exceeded and inflight allowance exceeded - QoS 0
+	// ones included and the $SYS refusal left out, as RFC 0005 says
+	// (saguin_publish_refused_total{reason}).
+	PublishRefused netloop.ReasonCounts
+	// Subscriptions: the filters every session holds, plain and shared
+	// (saguin_subscriptions).
+	Subscriptions atomic.Int64
+	// BroadcastUnmatched: publishes no subscription matched
+	// (saguin_broadcast_unmatched_total).
+	BroadcastUnmatched atomic.Uint64
 	// DeliveriesDroppedQueue: broadcast-log messages an away session lost
 	// to limits.session_queue_bytes
 	// (saguin_session_deliveries_dropped_total{cause="session_queue"}).
@@ -50,10 +64,32 @@ type Counters struct {
 	// (saguin_qos2_abandoned_total).
 	QoS2Abandoned atomic.Uint64
 	// SharesDroppedNoMember: shared deliveries no member could take, in a
-	// group with no member whose session outlives its connection, or held
-	// past broker.share.expires_after
+	// group with no member whose session outlives its connection, or
+	// returned by an ending member and taken by no other
 	// (saguin_session_deliveries_dropped_total{cause="no_shared_member"}).
 	SharesDroppedNoMember atomic.Uint64
+	// SharesHeld: deliveries put on a shared group's list, at a publish
+	// nobody could take or at a start (saguin_shares_held_total).
+	SharesHeld atomic.Uint64
+	// SharesDrained: deliveries a group's list handed to a member
+	// (saguin_shares_drained_total).
+	SharesDrained atomic.Uint64
+	// SharesDroppedBacklogFull: a group's oldest held delivery given up at
+	// limits.session_queue_bytes
+	// (saguin_shares_dropped_total{cause="backlog_full"}).
+	SharesDroppedBacklogFull atomic.Uint64
+	// SharesDroppedNoMemberLeft: what a group held when its last member
+	// left it (saguin_shares_dropped_total{cause="no_member_left"}).
+	SharesDroppedNoMemberLeft atomic.Uint64
+	// SharesDroppedExpired: held past broker.share.expires_after
+	// (saguin_shares_dropped_total{cause="expired"}).
+	SharesDroppedExpired atomic.Uint64
+	// SharesDroppedStorageFull: a delivery a group was owed that the
+	// broadcast log's provider had no room to keep, that went from the log's
+	// oldest part to make room, or that an ending member gave back and found
+	// no room even in the reserve
+	// (saguin_shares_dropped_total{cause="storage_full"}).
+	SharesDroppedStorageFull atomic.Uint64
 	// SharesDroppedMemberEnded: QoS 2 shared deliveries whose member ended
 	// before its PUBREC, never handed to another (saguin_shares_dropped_total{cause="member_ended"}).
 	SharesDroppedMemberEnded atomic.Uint64
@@ -61,6 +97,28 @@ type Counters struct {
 	// (saguin_session_queue_messages, saguin_session_queue_bytes).
 	LogMessages atomic.Int64
 	LogBytes    atomic.Int64
+}
+
+// WillCause is what made a Will due: the cause label of
+// saguin_wills_published_total.
+type WillCause uint8
+
+const (
+	// WillImmediate: a connection ended without DISCONNECT and no Will
+	// Delay Interval, or was taken over.
+	WillImmediate WillCause = iota
+	// WillDelayed: its Will Delay Interval ran out.
+	WillDelayed
+	// WillSessionEnded: its session ended while the Will was still due.
+	WillSessionEnded
+	// WillStart: found owed when the broker started.
+	WillStart
+	willCauses
+)
+
+// String is the cause label as RFC 0005 writes it.
+func (w WillCause) String() string {
+	return [...]string{"immediate", "delayed", "session_ended", "start"}[w]
 }
 
 // Counters are the broker's counters, for the metrics to read.

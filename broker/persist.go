@@ -83,6 +83,7 @@ func (b *Broker) Restore() error {
 		sh := b.shard(k.s.id)
 		sh.mu.Lock()
 		sh.sessions[k.s.id] = k.s
+		b.counters.Subscriptions.Add(int64(len(k.s.filters)))
 		for f, sub := range k.s.filters {
 			if _, inner, shared, _ := topic.SplitShared(f); shared {
 				b.joinShare(f, inner, k.s, sub)
@@ -119,6 +120,28 @@ func (b *Broker) Restore() error {
 	if err != nil {
 		return fmt.Errorf("reading the shared groups' cursors: %w", err)
 	}
+	// Each kept session's stored window: the QoS 2 deliveries whose PUBREC
+	// was stored, and what shared groups handed it - owed to it again, the
+	// group's cursor having passed them.
+	windows := make(map[*session][]store.InFlight, len(restored))
+	handed := map[uint64][]*session{}
+	for _, k := range restored {
+		window, err := b.sessions.InFlight(k.s.id)
+		if err != nil {
+			return fmt.Errorf("reading session %q's window: %w", k.s.id, err)
+		}
+		windows[k.s] = window
+		for _, f := range window {
+			if f.ShareGroup != "" {
+				handed[f.Offset] = append(handed[f.Offset], k.s)
+			}
+		}
+	}
+	givenBack, err := b.expiredGiveBack(expired)
+	if err != nil {
+		return err
+	}
+	returnedBy := map[*session][]store.Returned{}
 	// Owed messages, before any Will is published into the log.
 	var batch []store.BroadcastEntry
 	var unowed []uint64
@@ -145,11 +168,38 @@ func (b *Broker) Restore() error {
 					owners++
 				}
 			}
-			for g, cursor := range groups {
-				if cursor <= e.Offset && e.QoS > 0 && e.OwedTo == "" && topic.Match(g.filter, e.Topic) {
-					g.standIn.owed.entries = append(g.standIn.owed.entries, owedEntry{offset: e.Offset, size: size})
+			for _, s := range handed[e.Offset] {
+				if n := len(s.owed.entries); n > 0 && s.owed.entries[n-1].offset == e.Offset {
+					continue // its own filter owes it too: one entry per offset
+				}
+				share := ""
+				for _, f := range windows[s] {
+					if f.Offset == e.Offset && f.ShareGroup != "" {
+						share = f.ShareGroup
+					}
+				}
+				s.owed.entries = append(s.owed.entries, owedEntry{offset: e.Offset, size: size, maybeSent: true, share: share})
+				s.owed.bytes += size
+				owners++
+			}
+			for _, x := range givenBack[e.Offset] {
+				o := &x.g.standIn.owed
+				if n := len(o.entries); n > 0 && o.entries[n-1].offset == e.Offset {
+					continue // the group owes it still: nothing to give back
+				}
+				o.entries = append(o.entries, owedEntry{offset: e.Offset, size: size, returned: true})
+				o.bytes += size
+				owners++
+				returnedBy[x.s] = append(returnedBy[x.s], store.Returned{Group: x.g.key, Offset: e.Offset})
+			}
+			for g, rg := range groups {
+				given := rg.returned[e.Offset]
+				if (given || rg.cursor <= e.Offset) && e.QoS > 0 && e.OwedTo == "" && topic.Match(g.filter, e.Topic) {
+					g.standIn.owed.entries = append(g.standIn.owed.entries, owedEntry{offset: e.Offset, size: size, returned: given})
 					g.standIn.owed.bytes += size
+					b.counters.SharesHeld.Add(1)
 					owners++
+					delete(rg.returned, e.Offset)
 				}
 			}
 			b.counters.LogMessages.Add(1)
@@ -163,6 +213,12 @@ func (b *Broker) Restore() error {
 		batch = got
 		from = got[len(got)-1].Offset + 1
 	}
+	// A returned delivery the log no longer holds is owed to nobody.
+	for g, rg := range groups {
+		for off := range rg.returned {
+			b.takeReturned(g.key, off)
+		}
+	}
 	if len(unowed) > 0 {
 		b.bcast.mu.Lock()
 		b.bcast.unowed = append(b.bcast.unowed, unowed...)
@@ -171,11 +227,7 @@ func (b *Broker) Restore() error {
 	}
 	// A QoS 2 delivery whose PUBREC was stored resumes at its PUBREL.
 	for _, k := range restored {
-		window, err := b.sessions.InFlight(k.s.id)
-		if err != nil {
-			return fmt.Errorf("reading session %q's window: %w", k.s.id, err)
-		}
-		for _, f := range window {
+		for _, f := range windows[k.s] {
 			if i := k.s.owed.find(f.Offset); i >= 0 && f.Released {
 				k.s.owed.entries[i].released, k.s.owed.entries[i].pid = true, f.PacketID
 				k.s.owed.entries[i].maybeSent = true
@@ -192,19 +244,24 @@ func (b *Broker) Restore() error {
 		sh.mu.Unlock()
 	}
 	for _, s := range expired {
-		b.counters.SessionsExpired.Add(1)
+		b.counters.SessionsExpiredWhileStopped.Add(1)
 		if s.will != nil && !s.will.DueAt.IsZero() {
-			b.publishWill(s.id, s.will) // before the record goes: at least once
+			b.publishWill(s.id, s.will, WillStart) // before the record goes: at least once
 		}
-		if err := b.sessions.End(s.id, nil); err != nil {
+		err := b.sessions.End(s.id, returnedBy[s])
+		if store.IsFull(err) && len(returnedBy[s]) > 0 {
+			b.unreturn(returnedBy[s]) // no room even in the reserve: dropped, counted
+			err = b.sessions.End(s.id, nil)
+		}
+		if err != nil {
 			return fmt.Errorf("ending session %q, which expired while the broker was down: %w", s.id, err)
 		}
 	}
 	for _, s := range due {
-		b.publishWill(s.id, stored[indexOf(stored, s.id)].Will)
+		b.publishWill(s.id, stored[indexOf(stored, s.id)].Will, WillStart)
 		sh := b.shard(s.id)
 		sh.mu.Lock()
-		if err := b.sessions.Put(s.record()); err != nil {
+		if err := b.putSession(sh, s, false); err != nil {
 			b.storageFailed("removing a Will published at the start", s.id, err)
 		}
 		sh.mu.Unlock()
@@ -251,4 +308,46 @@ func (s *session) owedAtPublish(r *store.Record, offset uint64) bool {
 		}
 	}
 	return false
+}
+
+// handedBack is a delivery a group handed a session that expired while the
+// broker was down, to be given back to the group.
+type handedBack struct {
+	s *session
+	g *shareGroup
+}
+
+// expiredGiveBack reads the windows of the sessions that expired while the
+// broker was down for what their groups handed them (RFC 0003 "Broadcast":
+// any ending gives it back): a QoS 1 delivery goes back to a group a member
+// of which outlives its connection, by offset; a QoS 2 one with no PUBREC is
+// dropped, counted member_ended; one to a group with no such member is
+// dropped, counted (the log releases it, owed to nobody).
+func (b *Broker) expiredGiveBack(expired []*session) (map[uint64][]handedBack, error) {
+	out := map[uint64][]handedBack{}
+	for _, s := range expired {
+		window, err := b.sessions.InFlight(s.id)
+		if err != nil {
+			return nil, fmt.Errorf("reading session %q's window: %w", s.id, err)
+		}
+		for _, f := range window {
+			if f.ShareGroup == "" || f.Released {
+				continue
+			}
+			if f.QoS == 2 {
+				b.counters.SharesDroppedMemberEnded.Add(1)
+				continue
+			}
+			b.shares.mu.Lock()
+			g := b.shares.groups[f.ShareGroup]
+			keep := g != nil && g.durable()
+			b.shares.mu.Unlock()
+			if !keep {
+				b.shareDropped()
+				continue
+			}
+			out[f.Offset] = append(out[f.Offset], handedBack{s, g})
+		}
+	}
+	return out, nil
 }

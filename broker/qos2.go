@@ -34,10 +34,12 @@ func (b *Broker) hold(c netloop.Client, p *codec.Publish) (codec.ReasonCode, str
 	now := b.now()
 	b.expireHolds(s, now)
 	if len(s.holds) >= b.opts.QoS2MaxInflight {
-		return b.refusePublish(id, p, codec.QuotaExceeded, "past broker.qos2.max_inflight_per_client unfinished exactly-once publishes")
+		b.counters.PublishRefused.Add(netloop.ReasonInflightAllowanceExceeded)
+		return b.logRefusal(id, p, codec.QuotaExceeded, "past broker.qos2.max_inflight_per_client unfinished exactly-once publishes")
 	}
 	rec := recordOf(p, id, now)
-	if err := b.bcast.log.Hold(store.Held{ClientID: id, PacketID: p.PacketID, HeldAt: now, Record: rec}); err != nil {
+	held := store.Held{ClientID: id, PacketID: p.PacketID, HeldAt: now, Record: rec}
+	if err := b.withRoom(sh, "an exactly-once publish", func() error { return b.bcast.log.Hold(held) }); err != nil {
 		if store.IsFull(err) {
 			return b.refusePublish(id, p, codec.QuotaExceeded, "the broadcast log's provider is full")
 		}
@@ -90,7 +92,7 @@ func (b *Broker) Release(c netloop.Client, packetID uint16) (codec.ReasonCode, s
 	var p codec.Publish
 	live := publishOf(&h.rec, b.now(), &p)
 	if h.rec.Retain && live {
-		if code, why := b.retain(id, &p); code != codec.Success {
+		if code, why := b.retainHeld(sh, id, &p); code != codec.Success {
 			sh.mu.Unlock()
 			return code, why
 		}

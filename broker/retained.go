@@ -12,11 +12,21 @@ import (
 // payload. A store with no room refuses 0x97 and keeps what it had; any
 // other failure is 0x83 (notes-0003 "Retained messages").
 func (b *Broker) retain(publisher string, p *codec.Publish) (codec.ReasonCode, string) {
+	return b.retainHeld(nil, publisher, p)
+}
+
+// retainHeld is retain for a caller holding the shard lock held (nil for
+// none). When the retained store shares the session store's provider, a full
+// provider first takes its room from the broadcast log (RFC 0002 "Every
+// session's state").
+func (b *Broker) retainHeld(held *shard, publisher string, p *codec.Publish) (codec.ReasonCode, string) {
 	var err error
 	if len(p.Payload) == 0 {
 		_, err = b.retained.Delete(string(p.Topic))
+	} else if r := recordOf(p, publisher, b.now()); b.opts.RetainedWithSessions {
+		err = b.withRoom(held, "a retained value", func() error { return b.retained.Set(r) })
 	} else {
-		err = b.retained.Set(recordOf(p, publisher, b.now()))
+		err = b.retained.Set(r)
 	}
 	switch {
 	case err == nil:

@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"errors"
 	"sort"
 	"strings"
 	"sync"
@@ -104,27 +105,55 @@ func (b *Broker) joinShare(key, inner string, s *session, sub subscription) *sha
 	return g
 }
 
-// ensureGroupCursor stores the cursor of a group that has just gained a member
-// whose session outlives its connection and has none yet, before the SUBACK,
-// so a backlog that forms afterwards is found at a start whenever the broker
-// stops (RFC 0003 "Broadcast": the cursor comes with the first such member).
-func (b *Broker) ensureGroupCursor(g *shareGroup) error {
+// groupHasCursor reports whether the group keyed key has stored a cursor.
+func (b *Broker) groupHasCursor(key string) bool {
 	b.shares.mu.Lock()
-	has := g.saved != 0
-	b.shares.mu.Unlock()
-	if has {
+	defer b.shares.mu.Unlock()
+	g := b.shares.groups[key]
+	return g != nil && g.saved != 0
+}
+
+// ensureGroupCursors gives every group a resumed session holds, when it
+// outlives its connection, the cursor it may lack, before the CONNACK (RFC
+// 0003 "Broadcast": a resumed session holding a group with no cursor gets one
+// created). Shard lock held.
+func (b *Broker) ensureGroupCursors(sh *shard, s *session) error {
+	if s.expiry == 0 {
 		return nil
 	}
-	next := b.bcast.log.Next()
-	if err := b.sessions.SaveGroupCursor(g.key, next); err != nil {
-		return err
+	for f := range s.filters {
+		if !strings.HasPrefix(f, topic.SharePrefix) || b.groupHasCursor(f) {
+			continue
+		}
+		next := b.bcast.log.Next()
+		err := b.withRoom(sh, "a shared group's cursor", func() error { return b.sessions.SaveGroupCursor(f, next) })
+		if err != nil {
+			return err
+		}
+		b.shares.mu.Lock()
+		if g := b.shares.groups[f]; g != nil && g.saved == 0 {
+			g.saved = next
+		}
+		b.shares.mu.Unlock()
 	}
-	b.shares.mu.Lock()
-	if g.saved == 0 {
-		g.saved = next
-	}
-	b.shares.mu.Unlock()
 	return nil
+}
+
+// groupCursorsFailed is what a resuming CONNECT is answered when its groups'
+// cursors could not be created (RFC 0002 CONNACK table): 0x97 for no room
+// (netloop counts it as refused for a full session store), 0x83 for any
+// other failure; 0x00 for none.
+func (b *Broker) groupCursorsFailed(req *netloop.ConnectRequest, err error) codec.ReasonCode {
+	switch {
+	case err == nil:
+		return codec.Success
+	case store.IsFull(err):
+		b.log.Warn("connection refused: the session store has no room for the cursor of a shared group it holds", "client_id", req.ClientID)
+		return codec.QuotaExceeded
+	}
+	b.counters.StorageErrors.Add(1)
+	b.log.Error("session store failed giving a resumed session's shared group its cursor", "client_id", req.ClientID, "error", err)
+	return codec.ImplementationSpecificError
 }
 
 // leaveShare takes s out of the group key; a group left with no member goes,
@@ -147,6 +176,7 @@ func (b *Broker) leaveShare(key string, s *session) {
 		}
 	}
 	if len(g.members) == 0 {
+		b.counters.SharesDroppedNoMemberLeft.Add(uint64(len(g.standIn.owed.entries)))
 		delete(b.shares.groups, key)
 		b.subs.remove(g.filter, g.standIn)
 		for _, e := range g.standIn.owed.entries {
@@ -175,6 +205,7 @@ func (b *Broker) shareDeliver(g *shareGroup, p *codec.Publish, m **netloop.Messa
 	}
 	if g.durable() && p.QoS > 0 {
 		set.add(g.standIn)
+		b.counters.SharesHeld.Add(1)
 		return
 	}
 	b.shareDropped()
@@ -223,6 +254,7 @@ func (b *Broker) drainShares(s *session, c netloop.Client) {
 		}
 	}
 	b.shares.mu.Unlock()
+	var handed []store.InFlight
 	for _, g := range groups {
 		b.shares.mu.Lock()
 		owed := g.standIn.owed
@@ -237,14 +269,31 @@ func (b *Broker) drainShares(s *session, c netloop.Client) {
 			}
 			if ea := b.opts.ShareExpiresAfter; ea > 0 && now.Sub(got[0].Time) >= ea {
 				b.bcast.unown(e.offset) // held past broker.share.expires_after
-				b.shareDropped()
+				b.counters.SharesDroppedExpired.Add(1)
 				continue
 			}
+			if e.returned && !b.takeReturned(g.key, e.offset) {
+				b.bcast.unown(e.offset) // already handed over
+				continue
+			}
+			b.counters.SharesDrained.Add(1)
 			if j := b.bcast.owe(s, e.offset, e.size); j >= 0 {
 				s.owed.entries[j].share = g.key
+				if s.expiry > 0 {
+					handed = append(handed, store.InFlight{Offset: e.offset, PacketID: packetIDFor(e.offset), QoS: got[0].QoS, ShareGroup: g.key})
+				}
 			}
 		}
 		b.bcast.markDirty(s)
+	}
+	// The member's window says which group handed it what, before the
+	// group's cursor passes them at the next commit: a restart owes them to
+	// the member again rather than to nobody (notes-0004
+	// "session_inflight"; a crash between the two re-sends, at least once).
+	if len(handed) > 0 {
+		if err := b.sessions.AddInFlight(s.id, handed); err != nil {
+			b.storageFailed("storing what a shared group handed a member", s.id, err)
+		}
 	}
 }
 
@@ -282,10 +331,12 @@ func (b *Broker) sendShared(s *session, c netloop.Client, key string, e *store.B
 // unfinished from its groups (RFC 0003 "Broadcast", MQTT 5 4.8.2): a QoS 1
 // delivery unacknowledged, or one never put on the wire, goes to another
 // member; a QoS 2 delivery the member had not answered with PUBREC is
-// dropped, counted; one it had answered has reached it.
+// dropped, counted; one it had answered has reached it. These are the
+// deliveries handed from memory; those from the log (an offset) the ending
+// gives back from the session's list (giveBack), once.
 func (b *Broker) returnToGroups(ending *session, u []netloop.Unfinished) {
 	for _, x := range u {
-		if x.Delivery.Share == "" || x.Delivery.Released {
+		if x.Delivery.Share == "" || x.Delivery.Released || x.Delivery.Offset != 0 {
 			continue
 		}
 		if x.Delivery.QoS == 2 {
@@ -313,7 +364,11 @@ func (b *Broker) handMessage(g *shareGroup, m *netloop.Message, d netloop.Delive
 		if ref == nil || s == from {
 			continue
 		}
-		dd := netloop.Delivery{QoS: d.QoS, Retain: d.Retain, SubscriptionIDs: d.SubscriptionIDs, Share: g.key, Dup: true}
+		sub := g.subs[s]
+		dd := netloop.Delivery{QoS: min(d.QoS, sub.qos), Retain: d.Retain && sub.retainAsPublished, Share: g.key, Dup: true}
+		if sub.id != 0 {
+			dd.SubscriptionIDs = []uint32{sub.id}
+		}
 		if t, ok := ref.c.(netloop.Taker); ok && !t.CanTake(m, dd) {
 			continue
 		}
@@ -323,6 +378,30 @@ func (b *Broker) handMessage(g *shareGroup, m *netloop.Message, d netloop.Delive
 		}
 	}
 	return false
+}
+
+// cursor is where the group's backlog begins, next when it holds none: the
+// deliveries members gave back lie behind it, kept as returned rows instead.
+// shares lock held.
+func (g *shareGroup) cursor(next uint64) uint64 {
+	for _, e := range g.standIn.owed.entries {
+		if !e.returned {
+			return e.offset
+		}
+	}
+	return next
+}
+
+// takeReturned deletes a returned delivery's row as it is handed to a
+// member: false when it was taken already. A store that fails hands it over
+// anyway (at least once: a restart may serve it again).
+func (b *Broker) takeReturned(group string, offset uint64) bool {
+	took, err := b.sessions.TakeReturned(group, offset)
+	if err != nil {
+		b.storageFailed("handing over a delivery returned to a shared group", group, err)
+		return true
+	}
+	return took
 }
 
 // saveGroupCursors stores the cursor of every group that holds a backlog for
@@ -341,30 +420,39 @@ func (b *Broker) saveGroupCursors() {
 		if !g.durable() {
 			continue
 		}
-		c := next
-		if len(g.standIn.owed.entries) > 0 {
-			c = g.standIn.owed.entries[0].offset
-		}
+		c := g.cursor(next)
 		if c != g.saved {
 			todo = append(todo, moved{g, c})
 		}
 	}
 	b.shares.mu.Unlock()
 	for _, m := range todo {
-		if err := b.sessions.SaveGroupCursor(m.g.key, m.cursor); err != nil {
+		err := b.sessions.SaveGroupCursor(m.g.key, m.cursor)
+		if err != nil && !errors.Is(err, store.ErrNotFound) {
 			b.storageFailed("storing a shared group's cursor", m.g.key, err)
 			continue
 		}
+		// ErrNotFound: no stored session holds the group (its members' records
+		// were refused for room), so the store keeps no cursor for it - and is
+		// not asked again at every commit.
 		b.shares.mu.Lock()
 		m.g.saved = m.cursor
 		b.shares.mu.Unlock()
 	}
 }
 
+// restoredGroup is what a start reads back for one group: its cursor and
+// the deliveries members gave back, owed ahead of it.
+type restoredGroup struct {
+	cursor   uint64
+	returned map[uint64]bool
+}
+
 // restoreBacklogs gives every restored group with a durable member its stored
-// cursor; restoreOwed then makes its stand-in owe what lies after it.
-func (b *Broker) restoreBacklogs() (map[*shareGroup]uint64, error) {
-	out := map[*shareGroup]uint64{}
+// cursor and returned deliveries; restoreOwed then makes its stand-in owe
+// what lies after the cursor, and those returned, ahead of it.
+func (b *Broker) restoreBacklogs() (map[*shareGroup]*restoredGroup, error) {
+	out := map[*shareGroup]*restoredGroup{}
 	b.shares.mu.Lock()
 	defer b.shares.mu.Unlock()
 	for key, g := range b.shares.groups {
@@ -375,10 +463,22 @@ func (b *Broker) restoreBacklogs() (map[*shareGroup]uint64, error) {
 		if err != nil {
 			return nil, err
 		}
-		if ok {
-			out[g] = c
-			g.saved = c
+		ret, err := b.sessions.Returned(key)
+		if err != nil {
+			return nil, err
 		}
+		if !ok && len(ret) == 0 {
+			continue
+		}
+		rg := &restoredGroup{cursor: c, returned: make(map[uint64]bool, len(ret))}
+		if !ok {
+			rg.cursor = ^uint64(0) // none stored: only what was given back
+		}
+		for _, r := range ret {
+			rg.returned[r.Offset] = true
+		}
+		out[g] = rg
+		g.saved = c
 	}
 	return out, nil
 }

@@ -32,7 +32,7 @@ func willOf(req *netloop.ConnectRequest) *store.Will {
 // as the client that armed it. It runs on its own goroutine: the caller
 // holds a shard lock, and the publish takes the locks of the sessions it
 // reaches.
-func (b *Broker) fireWill(s *session, now time.Time) {
+func (b *Broker) fireWill(s *session, cause WillCause) {
 	w := s.will
 	if w == nil {
 		return
@@ -42,13 +42,14 @@ func (b *Broker) fireWill(s *session, now time.Time) {
 	b.wg.Add(1)
 	go func() {
 		defer b.wg.Done()
-		b.publishWill(id, w)
+		b.publishWill(id, w, cause)
 	}()
 }
 
-// publishWill routes a Will. The topic was checked at CONNECT; it is checked
-// again because a stored Will may predate a change of limits.
-func (b *Broker) publishWill(clientID string, w *store.Will) {
+// publishWill routes a Will, counted under what made it due. The topic was
+// checked at CONNECT; it is checked again because a stored Will may predate a
+// change of limits.
+func (b *Broker) publishWill(clientID string, w *store.Will, cause WillCause) {
 	p := codec.Publish{QoS: w.QoS, Retain: w.Retain, Topic: []byte(w.Topic), Payload: w.Payload}
 	if p.Payload == nil {
 		p.Payload = []byte{}
@@ -65,6 +66,6 @@ func (b *Broker) publishWill(clientID string, w *store.Will) {
 		b.log.Warn("Will not published", "client_id", clientID, "code", code.String(), "why", why)
 		return
 	}
-	b.counters.WillsPublished.Add(1)
+	b.counters.WillsPublished[cause].Add(1)
 	b.log.Info("Will published", "client_id", clientID, "topic", w.Topic)
 }

@@ -37,7 +37,7 @@ func TestWillIsPublishedWhenTheConnectionEndsWithoutDisconnect(t *testing.T) {
 	connectAs(t, b, c, true, 0, will(0))
 	b.Disconnected(c, 0, false)
 	w.waitPayloads(t, "offline")
-	if n := b.Counters().WillsPublished.Load(); n != 1 {
+	if n := b.Counters().WillsPublished[WillImmediate].Load(); n != 1 {
 		t.Fatalf("wills published counted %d, want 1", n)
 	}
 }

@@ -330,3 +330,65 @@ func TestSharedMemberAwayIsNotGivenTheGroupsShare(t *testing.T) {
 		}
 	}
 }
+
+// TestMqttSharedQoS2DeliveryItsMemberReceivedIsNotGivenToAnotherWhenItsSessionEnds:
+// RFC 0003 "Broadcast" (a member's session ending, the PUBREC row): a QoS 2
+// delivery whose PUBREC the member sent has reached it, so nobody else is
+// sent it when the member's session ends (MQTT 5 4.8.2).
+func TestMqttSharedQoS2DeliveryItsMemberReceivedIsNotGivenToAnotherWhenItsSessionEnds(t *testing.T) {
+	addr := mqttTarget(t)
+	topic := uniq(t)
+	first := member(t, addr, clientID(t, "rec-a"), "g", topic+"/#", 2, nil)
+	pub := dialRaw(t, addr, codec.Version5)
+	pub.mustConnect(clientID(t, "pub"), nil)
+	pub.publishQoS2(topic+"/x", []byte("once"), 1)
+	p := first.expectPublish()
+	first.sendAck(codec.TypePubrec, p.PacketID)
+	first.expectAck(codec.TypePubrel, p.PacketID)
+	second := member(t, addr, clientID(t, "rec-b"), "g", topic+"/#", 2, nil)
+	first.drop() // its session ends with the connection, the PUBCOMP never sent
+	second.expectNothing("a QoS 2 delivery its member had received was given to another member")
+}
+
+// TestMqttSharedDeliveryOfAMemberWhoseSessionIsKeptWaitsForItsResume: RFC
+// 0003 "Broadcast" - only an ending gives a group delivery back; a member
+// whose connection closes while its session is kept is re-sent it on resume,
+// with DUP under its identifier, and no other member is.
+func TestMqttSharedDeliveryOfAMemberWhoseSessionIsKeptWaitsForItsResume(t *testing.T) {
+	addr := mqttTarget(t)
+	topic := uniq(t)
+	id := clientID(t, "kept-a")
+	first := member(t, addr, id, "g", topic+"/#", 1, freshSession(60))
+	pub := dialRaw(t, addr, codec.Version5)
+	pub.mustConnect(clientID(t, "pub"), nil)
+	pub.publishQoS1(topic+"/x", []byte("job"), 1)
+	p := first.expectPublish() // not acknowledged
+	second := member(t, addr, clientID(t, "kept-b"), "g", topic+"/#", 1, nil)
+	first.drop()
+	second.expectNothing("a kept member's unfinished delivery was given to another member")
+	back := dialRaw(t, addr, codec.Version5)
+	back.mustConnect(id, session(60))
+	again := back.expectPublish()
+	if string(again.Payload) != "job" || again.PacketID != p.PacketID || !again.Dup {
+		t.Fatalf("on resume got %q id %d DUP %v, want the unfinished delivery under id %d with DUP", again.Payload, again.PacketID, again.Dup, p.PacketID)
+	}
+}
+
+// TestSharedQoS1DeliveryGoesBackToTheGroupWhenAKeptMembersSessionExpires:
+// RFC 0003 "Broadcast" - however a member's session ends, a QoS 1 delivery
+// it left unacknowledged goes back to the group, here at its expiry.
+func TestSharedQoS1DeliveryGoesBackToTheGroupWhenAKeptMembersSessionExpires(t *testing.T) {
+	saguinOnly(t, "MQTT 5 4.8.2 allows either; RFC 0003 returns it to the group")
+	addr := mqttTarget(t)
+	topic := uniq(t)
+	first := member(t, addr, clientID(t, "exp-a"), "g", topic+"/#", 1, freshSession(1))
+	pub := dialRaw(t, addr, codec.Version5)
+	pub.mustConnect(clientID(t, "pub"), nil)
+	pub.publishQoS1(topic+"/x", []byte("job"), 1)
+	first.expectPublish() // not acknowledged
+	second := member(t, addr, clientID(t, "exp-b"), "g", topic+"/#", 1, nil)
+	first.drop() // kept one second, then it ends
+	if got := second.expectPublishWithin(waitLong); string(got.Payload) != "job" {
+		t.Fatalf("the other member got %q, want the delivery the expired session left", got.Payload)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"log/slog"
+	"math"
 	"sort"
 	"strconv"
 	"sync"
@@ -18,6 +19,7 @@ const (
 	stateAwaitConnect int32 = iota // accepted, holding a slot, no CONNECT yet
 	stateConnected                 // CONNACK 0x00 written
 	stateEnding                    // end decided: nothing more is read
+	stateConnecting                // CONNECT read, the handler deciding off the loop: no timer runs
 )
 
 // Actions the ticker or another goroutine asks the loop to take.
@@ -66,7 +68,8 @@ type Conn struct {
 	id          atomic.Pointer[string]
 	out         outQueue
 
-	// Loop only.
+	// Loop only - or, once the loop has let a closed connection go with a
+	// call out, that call's goroutine (async.go).
 	sessionExpiry uint32
 	clientMaxPkt  int                            // the client's Maximum Packet Size; 0 is none
 	clientRecvMax int                            // the client's Receive Maximum: our outbound window
@@ -76,14 +79,15 @@ type Conn struct {
 	heldQoS2      map[uint16]struct{} // the client's QoS 2 publishes not yet released
 	handed        int64               // bytes ever handed to the transport
 	lastTaken     int64
-	flushedTaken  int64  // bytes the kernel had taken at the end of the last flush
-	endWhy        string // the Reason String of the DISCONNECT that ends it
+	flushedTaken  int64        // bytes the kernel had taken at the end of the last flush
+	call          *pendingCall // a handler call out off the loop (async.go); nil for none
 	nextPID       uint16
 	attached      bool // the handler knows this connection
 	aborting      bool // the end discards what waits (write_timeout)
 	lingering     bool // the end drains the client's input (a refusal, a bad packet)
 	noProblemInfo bool // the client sent Request Problem Information 0
 	closed        bool
+	endGraceful   bool // the end is a client's own DISCONNECT 0x00, for the handler
 }
 
 // inflight is one delivery on the wire waiting for the client's answer.
@@ -147,7 +151,7 @@ func (c *Conn) Version() byte { return byte(c.version.Load()) }
 
 // Deliver queues a delivery and wakes the loop to write it. It never blocks.
 func (c *Conn) Deliver(m *Message, d Delivery) bool {
-	if !c.out.push(outEntry{msg: m, qos: d.QoS, retain: d.Retain, subIDs: d.SubscriptionIDs, offset: d.Offset, pid: d.PacketID, rel: d.Released, dup: d.Dup, share: d.Share}) {
+	if !c.out.push(outEntry{msg: m, qos: d.QoS, retain: d.Retain, subIDs: d.SubscriptionIDs, offset: d.Offset, pid: d.PacketID, rel: d.Released, dup: d.Dup, share: d.Share}, &c.srv.counters) {
 		return false
 	}
 	c.wake()
@@ -227,6 +231,20 @@ func (c *Conn) tick(now int64) {
 // OnWake runs what other goroutines asked for, then writes what waits.
 func (c *Conn) OnWake() {
 	c.woken.Store(false)
+	if c.call != nil {
+		c.Waiting(0)
+		if c.call == nil {
+			c.wake() // answered: the input the call held back is read at the next turn
+		} else if c.state.Load() != stateEnding {
+			// What others asked waits for the call, so that the end never
+			// runs beside it; deliveries queued before the call flow, the
+			// rest follow its answer (pendingCall.flushLimit).
+			if c.state.Load() == stateConnected {
+				c.flushThrough(c.call.flushLimit)
+			}
+			return
+		}
+	}
 	a := c.action.Swap(actNone)
 	if a == actLingerEnd {
 		if !c.closed {
@@ -263,14 +281,28 @@ func (c *Conn) OnWake() {
 
 // OnData consumes whole packets from buf and returns how many bytes it used.
 // A partial packet is left for the next call; its declared length has been
-// checked against the limit before anything waits for its body.
+// checked against the limit before anything waits for its body. A packet
+// whose call goes off the loop is the last consumed until it is answered
+// (async.go).
 func (c *Conn) OnData(buf []byte) int {
+	if c.Waiting(len(buf)) {
+		return 0
+	}
+	if c.state.Load() == stateEnding {
+		return len(buf) // nothing more is read from an ending connection
+	}
+	if c.woken.Load() && c.state.Load() == stateConnected {
+		// Deliveries queued before these bytes were read go out before
+		// what answers them: the wake that would write them may be served
+		// after this read, and a PINGRESP would then overtake them.
+		c.flush()
+	}
 	now := c.srv.now.Load()
 	c.lastRead.Store(now)
 	sc := scratchPool.Get().(*scratch)
 	defer scratchPool.Put(sc)
 	off := 0
-	for off < len(buf) {
+	for off < len(buf) && c.call == nil {
 		if c.state.Load() == stateEnding {
 			return len(buf) // nothing more is read from an ending connection
 		}
@@ -329,40 +361,46 @@ func (c *Conn) OnClosed(err error) {
 			c.logInfo("disconnected: connection closed by the client")
 		}
 	}
-	c.out.close()
+	if c.orphanCall() {
+		return // the call's goroutine tells the end and forgets the connection
+	}
+	c.tellEnd()
 	c.srv.forget(c)
 }
 
 // end decides the connection's end: the slot goes back first, nothing more is
 // read, an MQTT 5 client is sent DISCONNECT reason when send is set, the
-// handler is told, and the transport closes.
+// handler is told, and the transport closes. With a call out the handler is
+// told only once it has returned (tellEnd), never beside it.
 func (c *Conn) end(reason codec.ReasonCode, send, graceful bool) {
-	if c.state.Swap(stateEnding) == stateEnding {
+	c.endWith(reason, "", send, graceful)
+}
+
+// endWith is end whose DISCONNECT says why (its Reason String).
+func (c *Conn) endWith(reason codec.ReasonCode, why string, send, graceful bool) {
+	prev := c.state.Swap(stateEnding)
+	if prev == stateEnding {
 		return
 	}
+	if prev == stateConnected {
+		c.srv.counters.Connections.Add(-1)
+	}
+	c.srv.counters.countEnd(reason)
 	c.slotRelease()
 	c.outPending.Store(false)
-	if c.attached {
-		c.handBackUnfinished()
-	}
-	c.out.close()
-	for _, f := range c.inflight {
-		f.msg.Release() // the handler took its own reference to what it keeps
-	}
-	clear(c.inflight)
+	c.endGraceful = graceful
 	if send && c.Version() == codec.Version5 {
 		sc := scratchPool.Get().(*scratch)
 		sc.disc.ReasonCode = reason
 		sc.disc.Properties.Reset()
-		c.reasonString(&sc.disc.Properties, reason, c.endWhy, true)
+		c.reasonString(&sc.disc.Properties, reason, why, true)
 		sc.out = sc.disc.Append(sc.out, codec.Version5)
 		sc.disc.Properties.Reset()
 		c.flushScratch(sc)
 		scratchPool.Put(sc)
 	}
-	if c.attached {
-		c.attached = false
-		c.srv.opts.Handler.Disconnected(c, c.sessionExpiry, graceful)
+	if c.call == nil {
+		c.tellEnd()
 	}
 	switch {
 	case c.closed:
@@ -372,6 +410,24 @@ func (c *Conn) end(reason codec.ReasonCode, send, graceful bool) {
 		c.finish()
 	default:
 		c.t.Close()
+	}
+}
+
+// tellEnd is the handler's half of the end: what the connection leaves
+// unfinished is handed back, its queue closed, and the handler told. It runs
+// once, after any call out has returned.
+func (c *Conn) tellEnd() {
+	if c.attached {
+		c.handBackUnfinished()
+	}
+	c.out.close()
+	for _, f := range c.inflight {
+		f.msg.Release() // the handler took its own reference to what it keeps
+	}
+	clear(c.inflight)
+	if c.attached {
+		c.attached = false
+		c.srv.opts.Handler.Disconnected(c, c.sessionExpiry, c.endGraceful)
 	}
 }
 
@@ -400,6 +456,7 @@ func (c *Conn) flushScratch(sc *scratch) {
 	}
 	c.t.Write(sc.out)
 	c.handed += int64(len(sc.out))
+	c.srv.counters.BytesSent.Add(uint64(len(sc.out)))
 	sc.out = sc.out[:0]
 	c.noteProgress()
 }
@@ -443,7 +500,11 @@ const flushChunk = 64 << 10
 
 // flush moves deliveries from the queue to the transport, in order, while the
 // transport holds less than outboundCap and the window allows.
-func (c *Conn) flush() {
+func (c *Conn) flush() { c.flushThrough(math.MaxUint64) }
+
+// flushThrough is flush stopping before the first delivery queued after
+// position through.
+func (c *Conn) flushThrough(through uint64) {
 	sc := scratchPool.Get().(*scratch)
 	defer scratchPool.Put(sc)
 	version := c.Version()
@@ -452,17 +513,17 @@ func (c *Conn) flush() {
 		if len(batch) == 0 {
 			break
 		}
-		var through uint64
+		var written uint64
 		blocked := false
 		for _, e := range batch {
-			if c.t.Buffered()+len(sc.out) >= outboundCap || (e.qos > 0 && !c.windowOpen()) {
+			if e.seq > through || c.t.Buffered()+len(sc.out) >= outboundCap || (e.qos > 0 && !c.windowOpen()) {
 				blocked = true
 				break
 			}
-			through = e.seq
+			written = e.seq
 			c.encode(sc, e, version)
 		}
-		c.out.popThrough(through, batch)
+		c.out.popThrough(written, batch)
 		clear(batch) // the pool must not keep messages alive
 		if blocked {
 			break
@@ -513,6 +574,7 @@ func (c *Conn) encode(sc *scratch, e outEntry, version byte) {
 		left := e.msg.expiresAt - time.Now().UnixNano()
 		if left <= 0 {
 			p.Properties = codec.Properties{}
+			c.srv.counters.DeliveriesExpired.Add(1)
 			return // expired while it waited: not sent
 		}
 		p.Properties.MessageExpiry = uint32((left + int64(time.Second) - 1) / int64(time.Second))
@@ -534,6 +596,9 @@ func (c *Conn) encode(sc *scratch, e outEntry, version byte) {
 			c.inflightBytes += size
 		}
 		sc.out = p.Append(sc.out, version)
+		c.srv.counters.DeliveriesSent.Add(1)
+	} else {
+		c.srv.counters.DeliveriesTooLarge.Add(1)
 	}
 	if e.msg.Props != nil || len(e.subIDs) > 0 {
 		// Never keep the message's slices, or the identifier's, in scratch:

@@ -34,7 +34,7 @@ func (c *Conn) refuseHeader(buf []byte, h codec.Header, err error, sc *scratch) 
 	name, level := buf[h.HeaderLen:h.HeaderLen+6], buf[h.HeaderLen+6]
 	if bytes.Equal(name, []byte("\x00\x04MQTT")) && level == codec.Version5 {
 		c.version.Store(codec.Version5)
-		c.refuse(codec.Version5, codec.PacketTooLarge, sc, "CONNECT declares more than limits.max_connect_size")
+		c.refuse(codec.Version5, ReasonOf(codec.PacketTooLarge), codec.PacketTooLarge, sc, "CONNECT declares more than limits.max_connect_size")
 		return true
 	}
 	c.logWarn("closed: CONNECT declares more than limits.max_connect_size", "declared", h.Total(), "limit", c.srv.opts.MaxConnectSize)
@@ -57,13 +57,13 @@ func (c *Conn) onConnect(h codec.Header, body []byte, sc *scratch) {
 			if e != nil {
 				code = e.Code
 			}
-			c.refuse(codec.Version5, code, sc, err.Error())
+			c.refuse(codec.Version5, ReasonOf(code), code, sc, err.Error())
 		case codec.Version31:
 			c.refuseRaw(connack311Version, "MQTT 3.1 is never admitted")
 		case codec.Version311:
 			if e != nil && answerable311(e) {
 				c.version.Store(codec.Version311)
-				c.refuse(codec.Version311, codec.ReturnCode311(e), sc, e.Rule)
+				c.refuse(codec.Version311, ReasonOf(e.Code), codec.ReturnCode311(e), sc, e.Rule)
 				return
 			}
 			c.logWarn("closed: unreadable 3.1.1 CONNECT", "error", err)
@@ -82,11 +82,11 @@ func (c *Conn) onConnect(h codec.Header, body []byte, sc *scratch) {
 	c.version.Store(uint32(v))
 	if v == codec.Version5 {
 		if cp.Properties.Present.Has(codec.PropAuthMethod) {
-			c.refuse(v, codec.BadAuthenticationMethod, sc, "CONNECT names an Authentication Method; Sagüin runs no enhanced authentication")
+			c.refuse(v, ReasonOf(codec.BadAuthenticationMethod), codec.BadAuthenticationMethod, sc, "CONNECT names an Authentication Method; Sagüin runs no enhanced authentication")
 			return
 		}
 		if hasReservedUserProperty(&cp.Properties) {
-			c.refuse(v, codec.ImplementationSpecificError, sc, "CONNECT carries a saguin- User Property")
+			c.refuse(v, ReasonOf(codec.ImplementationSpecificError), codec.ImplementationSpecificError, sc, "CONNECT carries a saguin- User Property")
 			return
 		}
 	}
@@ -144,16 +144,23 @@ func (c *Conn) onConnect(h codec.Header, body []byte, sc *scratch) {
 	c.id.Store(&id)
 	c.sessionExpiry = granted
 
-	req := ConnectRequest{
-		Version:       v,
-		ClientID:      id,
-		CleanStart:    cp.CleanStart,
-		SessionExpiry: granted,
-		Username:      cp.Username,
-		Password:      cp.Password,
-		Door:          c.door,
-		Remote:        c.t.RemoteAddr(),
+	plan := connackPlan{keepalive: keepalive, serverKeepAlive: serverKeepAlive, asked: asked, granted: granted,
+		capped: asked > maxExpiry, assigned: assigned, cleanStart: cp.CleanStart}
+	if c.waits(CallConnect, 0, false) {
+		// The session record is written before the CONNACK: off the loop,
+		// with the CONNECT's bytes copied out of the read buffer.
+		cl := cp.Clone()
+		pc := &pendingCall{kind: CallConnect, plan: plan}
+		pc.req = c.connectRequest(cl, id, granted)
+		if cl.WillFlag {
+			pc.req.Will = &codec.Publish{QoS: cl.WillQoS, Retain: cl.WillRetain, Topic: cl.WillTopic,
+				Payload: cl.WillPayload, Properties: cl.WillProperties}
+		}
+		c.state.Store(stateConnecting)
+		c.goWait(pc)
+		return
 	}
+	req := c.connectRequest(cp, id, granted)
 	if cp.WillFlag {
 		w := &sc.publish
 		w.Dup, w.QoS, w.Retain, w.PacketID = false, cp.WillQoS, cp.WillRetain, 0
@@ -163,19 +170,68 @@ func (c *Conn) onConnect(h codec.Header, body []byte, sc *scratch) {
 		defer func() { w.Properties = codec.Properties{} }() // the CONNECT's slices stay the CONNECT's
 	}
 	present, code := o.Handler.Connect(c, &req)
-	if code != codec.Success {
-		c.refuse(v, mapCode(v, code), sc, "refused by the broker")
-		return
+	c.connectAnswered(sc, &req, &plan, present, code)
+}
+
+// connackPlan is what a CONNACK says beside the handler's answer, decided
+// before the handler is asked.
+type connackPlan struct {
+	keepalive       uint16
+	serverKeepAlive bool
+	asked, granted  uint32 // Session Expiry asked for and granted
+	capped          bool   // max_session_expiry granted less than asked
+	assigned        bool   // the client identifier is ours
+	cleanStart      bool
+}
+
+// connectRequest is what the handler is given of cp.
+func (c *Conn) connectRequest(cp *codec.Connect, id string, granted uint32) ConnectRequest {
+	return ConnectRequest{
+		Version:       cp.Version,
+		ClientID:      id,
+		CleanStart:    cp.CleanStart,
+		SessionExpiry: granted,
+		Username:      cp.Username,
+		Password:      cp.Password,
+		Door:          c.door,
+		Remote:        c.t.RemoteAddr(),
 	}
-	if req.SessionExpiryShortened && req.SessionExpiry < granted {
-		granted = req.SessionExpiry
-		c.sessionExpiry = granted
-		asked = max(asked, granted+1) // the CONNACK tells an MQTT 5 client what it got
+}
+
+// attachConnected records that the handler took the connection: from here
+// its end is the handler's to hear. A session store with no room may have
+// shortened the Session Expiry, which the CONNACK then tells.
+func (c *Conn) attachConnected(req *ConnectRequest, plan *connackPlan) {
+	if req.SessionExpiryShortened && req.SessionExpiry < plan.granted {
+		plan.granted = req.SessionExpiry
+		c.sessionExpiry = plan.granted
+		plan.asked = max(plan.asked, plan.granted+1) // the CONNACK tells an MQTT 5 client what it got
 	}
 	c.attached = true
+}
+
+// connectAnswered writes the CONNACK for the handler's answer to a CONNECT.
+func (c *Conn) connectAnswered(sc *scratch, req *ConnectRequest, plan *connackPlan, present bool, code codec.ReasonCode) {
+	o := &c.srv.opts
+	v := req.Version
+	if code != codec.Success {
+		reason := ReasonOf(code)
+		if code == codec.QuotaExceeded {
+			reason = ReasonSessionStoreFull // at CONNECT, 0x97 is only ever the session store's room
+		}
+		c.refuse(v, reason, mapCode(v, code), sc, "refused by the broker")
+		return
+	}
+	cs := &c.srv.counters
+	cs.ConnectionsTotal.Add(1)
+	cs.Connections.Add(1)
+	if plan.capped {
+		cs.SessionExpiryShortened.Add(1)
+	}
+	c.attachConnected(req, plan)
 	c.state.Store(stateConnected)
-	if keepalive > 0 {
-		c.keepaliveNS.Store(int64(keepalive) * int64(time.Second) * 3 / 2)
+	if plan.keepalive > 0 {
+		c.keepaliveNS.Store(int64(plan.keepalive) * int64(time.Second) * 3 / 2)
 	}
 
 	ack := &sc.connack
@@ -194,24 +250,24 @@ func (c *Conn) onConnect(h codec.Header, body []byte, sc *scratch) {
 			pr.RetainAvailable = 0
 			pr.Present.Set(codec.PropRetainAvailable)
 		}
-		if asked > granted {
-			pr.SessionExpiry = granted
+		if plan.asked > plan.granted {
+			pr.SessionExpiry = plan.granted
 			pr.Present.Set(codec.PropSessionExpiry)
 		}
-		if serverKeepAlive {
-			pr.ServerKeepAlive = keepalive
+		if plan.serverKeepAlive {
+			pr.ServerKeepAlive = plan.keepalive
 			pr.Present.Set(codec.PropServerKeepAlive)
 		}
-		if assigned {
-			pr.AssignedClientID = []byte(id)
+		if plan.assigned {
+			pr.AssignedClientID = []byte(req.ClientID)
 			pr.Present.Set(codec.PropAssignedClientID)
 		}
 	}
 	sc.out = ack.Append(sc.out, v)
 	ack.Properties.Reset()
 	if c.srv.infoOn() { // its arguments alone cost allocations every connect
-		c.logInfo("client connected", "protocol", protocolName(v), "clean_start", cp.CleanStart,
-			"keepalive", keepalive, "session_expiry", granted, "session_present", present)
+		c.logInfo("client connected", "protocol", protocolName(v), "clean_start", plan.cleanStart,
+			"keepalive", plan.keepalive, "session_expiry", plan.granted, "session_present", present)
 	}
 }
 
@@ -241,12 +297,14 @@ func mapCode(v byte, code codec.ReasonCode) codec.ReasonCode {
 // refuseErr refuses with the code a codec check returned.
 func (c *Conn) refuseErr(v byte, err error, sc *scratch) {
 	e := codec.AsError(err)
-	c.refuse(v, mapCode(v, e.Code), sc, e.Rule)
+	c.refuse(v, ReasonOf(e.Code), mapCode(v, e.Code), sc, e.Rule)
 }
 
 // refuse ends a connection at CONNECT: the slot goes back, then the CONNACK
-// carrying code is written, then the socket closes.
-func (c *Conn) refuse(v byte, code codec.ReasonCode, sc *scratch, why string) {
+// carrying code (in v's vocabulary) is written, then the socket closes. It
+// is counted under reason, the MQTT 5 code decided whatever v was told.
+func (c *Conn) refuse(v byte, reason Reason, code codec.ReasonCode, sc *scratch, why string) {
+	c.srv.counters.ConnectionsRefused.Add(reason)
 	c.state.Store(stateEnding)
 	c.slotRelease()
 	c.out.close()
@@ -265,10 +323,12 @@ func (c *Conn) refuse(v byte, code codec.ReasonCode, sc *scratch, why string) {
 // refuseRaw refuses with a CONNACK written as bytes (the 3.1 and 3.1.1
 // version refusal, answered before a protocol is settled).
 func (c *Conn) refuseRaw(b []byte, why string) {
+	c.srv.counters.ConnectionsRefused.Add(ReasonOf(codec.UnsupportedProtocolVersion))
 	c.state.Store(stateEnding)
 	c.slotRelease()
 	c.out.close()
 	c.t.Write(b)
+	c.srv.counters.BytesSent.Add(uint64(len(b)))
 	c.logWarn("connection refused", "code", "0x01", "why", why)
 	c.finish()
 }

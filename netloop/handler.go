@@ -161,3 +161,30 @@ type Unfinished struct {
 type ResumeHandler interface {
 	Unfinished(c Client, u []Unfinished)
 }
+
+// Call names a Handler call whose answer a client waits for and which may
+// wait on storage (StoreWaiter).
+type Call uint8
+
+const (
+	CallConnect     Call = iota + 1 // Handler.Connect: the session record before CONNACK
+	CallPublish                     // Handler.Publish: a log append before PUBACK, a hold before PUBREC, a retained value
+	CallRelease                     // ExactlyOnce.Release: the release before PUBCOMP
+	CallSubscribe                   // Handler.Subscribe: the session record before SUBACK
+	CallUnsubscribe                 // Handler.Unsubscribe: the session record before UNSUBACK
+	CallReceived                    // AckHandler.Received: the stored PUBREC before our PUBREL
+)
+
+// StoreWaiter is implemented by a handler some of whose calls wait on storage
+// - a commit to disk - before they return. Such a call runs off the
+// connection's loop: the connection reads nothing more until it returns, its
+// answer is then written and reading goes on, in order; other connections on
+// the loop are served meanwhile (notes-0001 invariant 16: one client never
+// delays another). A handler that does not implement it, or answers false,
+// is called on the loop as before: a memory store takes only a lock.
+type StoreWaiter interface {
+	// Waits reports whether call may wait on storage. It is asked on the
+	// loop for every such packet, so it must be cheap and never block; qos
+	// and retain are the PUBLISH's (CallPublish), zero otherwise.
+	Waits(call Call, qos byte, retain bool) bool
+}

@@ -38,7 +38,7 @@ func (s *Server) wakerOf(el gnet.EventLoop) *loopWaker {
 	return w
 }
 
-// wake asks the loop to run g's OnWake soon; any goroutine, never blocks.
+// wake asks the loop to serve g soon (read what waits, then OnWake); any goroutine, never blocks.
 // The Conn's woken flag keeps a connection in the list at most once.
 func (w *loopWaker) wake(g *gnetConn) {
 	w.mu.Lock()
@@ -87,7 +87,7 @@ func (w *loopWaker) enter() {
 // queued task rather than starve this loop's reads.
 const leaveRounds = 4
 
-// leave runs every pending wake, including those the wakes themselves cause,
+// leave serves every pending wake, including those the wakes themselves cause,
 // and marks the loop as no longer busy once none is left. Loop only.
 func (w *loopWaker) leave() {
 	for round := 0; ; round++ {
@@ -108,7 +108,7 @@ func (w *loopWaker) leave() {
 		w.pending = w.spare[:0]
 		w.mu.Unlock()
 		for _, g := range batch {
-			g.c.OnWake()
+			g.serve()
 		}
 		clear(batch)
 		w.spare = batch[:0]

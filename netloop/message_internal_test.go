@@ -12,14 +12,15 @@ import (
 func TestADeliveryShedWhileTheLoopReadsItKeepsItsMessageUntilPopped(t *testing.T) {
 	q := outQueue{limit: 200}
 	first := AcquireMessage(&codec.Publish{Topic: []byte("a"), Payload: []byte("first")})
-	q.push(outEntry{msg: first, qos: 1})
+	cs := new(Counters)
+	q.push(outEntry{msg: first, qos: 1}, cs)
 	first.Release() // the route lets go: the queue's reference is the only one
 	batch := q.snapshot(make([]outEntry, 0, 8))
 	big := AcquireMessage(&codec.Publish{Topic: []byte("a"), Payload: make([]byte, 300)})
-	q.push(outEntry{msg: big, qos: 1}) // sheds first
+	q.push(outEntry{msg: big, qos: 1}, cs) // sheds first
 	big.Release()
-	if q.dropped != 1 {
-		t.Fatalf("dropped %d, want the first delivery shed", q.dropped)
+	if n := cs.DeliveriesDroppedQueue.Load(); n != 1 {
+		t.Fatalf("%d shed, want the first delivery", n)
 	}
 	if got := string(batch[0].msg.Payload); got != "first" || first.refs.Load() != 1 {
 		t.Fatalf("the snapshot's message reads %q with %d references while the loop holds it", got, first.refs.Load())

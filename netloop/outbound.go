@@ -38,7 +38,6 @@ type outQueue struct {
 	n       int32
 	bytes   int
 	limit   int
-	dropped uint64 // deliveries shed at the bound, for the log and metrics
 	nextSeq uint64
 	// lent is the last entry the loop's snapshot copied out and popThrough
 	// has not yet settled: the loop may still be reading those messages,
@@ -62,8 +61,9 @@ const keptRing = 64
 // push queues e. Past the bound a QoS 0 delivery is shed; a QoS 1 delivery
 // makes room by shedding the oldest entries not yet written (RFC 0002
 // limits.session_queue_bytes: full means the oldest goes), and is itself
-// always queued when nothing else is, however large.
-func (q *outQueue) push(e outEntry) bool {
+// always queued when nothing else is, however large. What is shed is counted
+// in cs.
+func (q *outQueue) push(e outEntry, cs *Counters) bool {
 	size := e.msg.Size()
 	q.mu.Lock()
 	defer q.mu.Unlock()
@@ -72,13 +72,17 @@ func (q *outQueue) push(e outEntry) bool {
 	}
 	if q.bytes+size > q.limit && q.n > 0 {
 		if e.qos == 0 {
-			q.dropped++
+			cs.DeliveriesDropped.Add(1)
 			return false
 		}
 		for q.n > 0 && q.bytes+size > q.limit {
 			old := q.popLocked()
 			q.bytes -= old.msg.Size()
-			q.dropped++
+			if old.qos == 0 {
+				cs.DeliveriesDropped.Add(1)
+			} else {
+				cs.DeliveriesDroppedQueue.Add(1)
+			}
 			if old.seq > q.lent {
 				old.msg.Release() // else the loop's snapshot holds it (lent)
 			}
@@ -192,6 +196,14 @@ func (q *outQueue) trimIdle() {
 		q.ring, q.head = nil, 0
 		q.grown.Store(false)
 	}
+}
+
+// last is the position of the newest entry ever queued: entries queued later
+// have higher ones.
+func (q *outQueue) last() uint64 {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.nextSeq
 }
 
 // len is how many entries wait.

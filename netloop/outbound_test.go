@@ -4,39 +4,41 @@ import "testing"
 
 func msgOf(n int) *Message { return &Message{Topic: []byte("t"), Payload: make([]byte, n)} }
 
-func TestQoS0DeliveryPastTheQueueBoundIsShed(t *testing.T) {
+func TestQoS0DeliveryPastTheQueueBoundIsShedAndCountedAsDropped(t *testing.T) {
 	q := outQueue{limit: 1000}
-	if !q.push(outEntry{msg: msgOf(600)}) {
+	var cs Counters
+	if !q.push(outEntry{msg: msgOf(600)}, &cs) {
 		t.Fatal("first delivery shed")
 	}
-	if q.push(outEntry{msg: msgOf(600)}) {
+	if q.push(outEntry{msg: msgOf(600)}, &cs) {
 		t.Fatal("a QoS 0 delivery past the bound was queued")
 	}
-	if q.dropped != 1 || q.n != 1 {
-		t.Fatalf("dropped %d queued %d, want 1 and 1", q.dropped, q.n)
+	if n := cs.DeliveriesDropped.Load(); n != 1 || q.n != 1 {
+		t.Fatalf("dropped %d queued %d, want 1 and 1", n, q.n)
 	}
 }
 
-func TestQoS1DeliveryPastTheQueueBoundMakesRoomByDroppingTheOldest(t *testing.T) {
+func TestQoS1DeliveryPastTheQueueBoundMakesRoomByDroppingTheOldestCountedAsSessionQueueFull(t *testing.T) {
 	q := outQueue{limit: 1000}
+	var cs Counters
 	first, second := msgOf(400), msgOf(400)
-	q.push(outEntry{msg: first, qos: 1})
-	q.push(outEntry{msg: second, qos: 1})
+	q.push(outEntry{msg: first, qos: 1}, &cs)
+	q.push(outEntry{msg: second, qos: 1}, &cs)
 	newest := msgOf(400)
-	if !q.push(outEntry{msg: newest, qos: 1}) {
+	if !q.push(outEntry{msg: newest, qos: 1}, &cs) {
 		t.Fatal("the QoS 1 delivery was refused")
 	}
 	if e, _ := q.peek(); e.msg != second {
 		t.Fatal("the oldest was not the one given up")
 	}
-	if q.dropped != 1 {
-		t.Fatalf("dropped %d, want 1", q.dropped)
+	if n, d := cs.DeliveriesDroppedQueue.Load(), cs.DeliveriesDropped.Load(); n != 1 || d != 0 {
+		t.Fatalf("session_queue_full %d, QoS 0 dropped %d; want 1 and 0", n, d)
 	}
 }
 
 func TestADeliveryLargerThanTheBoundIsQueuedWhenNothingElseIs(t *testing.T) {
 	q := outQueue{limit: 100}
-	if !q.push(outEntry{msg: msgOf(5000)}) {
+	if !q.push(outEntry{msg: msgOf(5000)}, new(Counters)) {
 		t.Fatal("a delivery alone in its queue was shed for its size")
 	}
 }
@@ -47,7 +49,7 @@ func TestQueueKeepsOrderAcrossGrowth(t *testing.T) {
 	for i := 0; i < 100; i++ {
 		m := msgOf(i)
 		msgs = append(msgs, m)
-		q.push(outEntry{msg: m})
+		q.push(outEntry{msg: m}, new(Counters))
 		if i%3 == 0 {
 			e, _ := q.peek()
 			if e.msg != msgs[0] {
@@ -73,17 +75,17 @@ func TestQueueKeepsOrderAcrossGrowth(t *testing.T) {
 func TestClosedQueueRefusesDeliveries(t *testing.T) {
 	q := outQueue{limit: 1000}
 	q.close()
-	if q.push(outEntry{msg: msgOf(1)}) {
+	if q.push(outEntry{msg: msgOf(1)}, new(Counters)) {
 		t.Fatal("a closed queue took a delivery")
 	}
 }
 
 func TestPopThroughSkipsWhatAPushAlreadyShed(t *testing.T) {
 	q := outQueue{limit: 1000}
-	q.push(outEntry{msg: msgOf(400), qos: 1})
-	q.push(outEntry{msg: msgOf(400), qos: 1})
+	q.push(outEntry{msg: msgOf(400), qos: 1}, new(Counters))
+	q.push(outEntry{msg: msgOf(400), qos: 1}, new(Counters))
 	batch := q.snapshot(make([]outEntry, 0, 8))
-	q.push(outEntry{msg: msgOf(400), qos: 1}) // sheds the oldest while the batch is out
+	q.push(outEntry{msg: msgOf(400), qos: 1}, new(Counters)) // sheds the oldest while the batch is out
 	q.popThrough(batch[1].seq, batch)
 	if q.n != 1 {
 		t.Fatalf("%d left, want only the delivery pushed after the batch", q.n)

@@ -60,14 +60,14 @@ func (c *Conn) protocolFault(err error, sc *scratch) {
 	c.logWarn("disconnected: protocol violation", "code", "0x"+hex2(byte(code)), "rule", rule)
 	c.flushScratch(sc) // answers already decided go first, in order
 	c.lingering = true
-	c.endWhy = rule
-	c.end(code, true, false)
+	c.endWith(code, rule, true, false)
 }
 
 // onPublish resolves the topic alias, applies the inbound window and hands
 // the publish to the handler, answering QoS 1 with PUBACK and QoS 2 with
 // PUBREC.
 func (c *Conn) onPublish(h codec.Header, body []byte, sc *scratch) {
+	c.srv.counters.PublishesReceived.Add(1)
 	v := c.Version()
 	p := &sc.publish
 	if err := p.Decode(h, body, v); err != nil {
@@ -96,18 +96,18 @@ func (c *Conn) onPublish(h codec.Header, body []byte, sc *scratch) {
 	}
 	switch p.QoS {
 	case 0:
-		c.srv.opts.Handler.Publish(c, p)
-	case 1:
-		code, why := c.srv.opts.Handler.Publish(c, p)
-		if code.IsError() && v != codec.Version5 {
-			// 3.1.1's PUBACK has no code: a refusal closes the connection
-			// rather than acknowledging a discarded record (RFC 0002).
-			c.logWarn("closed: a 3.1.1 publish was refused", "code", "0x"+hex2(byte(code)), "topic", string(p.Topic))
-			c.flushScratch(sc)
-			c.end(0, false, false)
+		if p.Retain && c.waits(CallPublish, 0, true) {
+			c.goWait(&pendingCall{kind: CallPublish, pub: p.Clone()})
 			return
 		}
-		c.appendAckWhy(sc, codec.TypePuback, p.PacketID, code, why)
+		c.srv.opts.Handler.Publish(c, p)
+	case 1:
+		if c.waits(CallPublish, 1, p.Retain) {
+			c.goWait(&pendingCall{kind: CallPublish, pub: p.Clone()})
+			return
+		}
+		code, why := c.srv.opts.Handler.Publish(c, p)
+		c.publishAnswered(sc, 1, p.PacketID, p.Topic, code, why)
 	case 2:
 		_, held := c.heldQoS2[p.PacketID]
 		if eo, ok := c.srv.opts.Handler.(ExactlyOnce); ok && !held && eo.Holds(c, p.PacketID) {
@@ -123,23 +123,44 @@ func (c *Conn) onPublish(h codec.Header, body []byte, sc *scratch) {
 			c.protocolFault(&codec.Error{Code: codec.ReceiveMaximumExceeded, Rule: "more QoS 2 exchanges unfinished than the Receive Maximum the CONNACK gave (MQTT-3.3.4-7)"}, sc)
 			return
 		}
-		code, why := c.srv.opts.Handler.Publish(c, p)
-		if code.IsError() {
-			if v != codec.Version5 {
-				c.logWarn("closed: a 3.1.1 publish was refused", "code", "0x"+hex2(byte(code)), "topic", string(p.Topic))
-				c.flushScratch(sc)
-				c.end(0, false, false)
-				return
-			}
-			c.appendAckWhy(sc, codec.TypePubrec, p.PacketID, code, why)
+		if c.waits(CallPublish, 2, p.Retain) {
+			c.goWait(&pendingCall{kind: CallPublish, pub: p.Clone()})
 			return
 		}
-		if c.heldQoS2 == nil {
-			c.heldQoS2 = make(map[uint16]struct{})
-		}
-		c.heldQoS2[p.PacketID] = struct{}{}
-		c.appendAck(sc, codec.TypePubrec, p.PacketID, codec.Success)
+		code, why := c.srv.opts.Handler.Publish(c, p)
+		c.publishAnswered(sc, 2, p.PacketID, p.Topic, code, why)
 	}
+}
+
+// publishAnswered answers a QoS 1 or 2 PUBLISH with the handler's code:
+// PUBACK, or PUBREC owning the exchange. QoS 0 has nothing to answer.
+func (c *Conn) publishAnswered(sc *scratch, qos byte, packetID uint16, topic []byte, code codec.ReasonCode, why string) {
+	if qos == 0 {
+		return
+	}
+	v := c.Version()
+	if code.IsError() && v != codec.Version5 {
+		// 3.1.1's PUBACK and PUBREC have no code: a refusal closes the
+		// connection rather than acknowledging a discarded record (RFC 0002).
+		c.logWarn("closed: a 3.1.1 publish was refused", "code", "0x"+hex2(byte(code)), "topic", string(topic))
+		c.srv.counters.ConnectionsRefused.Add(ReasonOf(code))
+		c.flushScratch(sc)
+		c.end(0, false, false)
+		return
+	}
+	if qos == 1 {
+		c.appendAckWhy(sc, codec.TypePuback, packetID, code, why)
+		return
+	}
+	if code.IsError() {
+		c.appendAckWhy(sc, codec.TypePubrec, packetID, code, why)
+		return
+	}
+	if c.heldQoS2 == nil {
+		c.heldQoS2 = make(map[uint16]struct{})
+	}
+	c.heldQoS2[packetID] = struct{}{}
+	c.appendAck(sc, codec.TypePubrec, packetID, codec.Success)
 }
 
 // onAck handles the client's side of the QoS 1 and 2 exchanges.
@@ -161,42 +182,70 @@ func (c *Conn) onAck(a *codec.Ack, sc *scratch) {
 		case a.ReasonCode.IsError():
 			c.settle(a.PacketID, f) // the client refused the message: the exchange ends
 		default:
-			if h, numbered := c.srv.opts.Handler.(AckHandler); numbered && f.offset != 0 && !h.Received(c, f.offset, a.PacketID) {
-				c.logWarn("disconnected: the PUBREC of a delivery could not be stored", "packet_id", a.PacketID)
-				c.flushScratch(sc)
-				c.end(codec.UnspecifiedError, true, false)
+			if h, numbered := c.srv.opts.Handler.(AckHandler); numbered && f.offset != 0 {
+				if c.waits(CallReceived, 0, false) {
+					c.goWait(&pendingCall{kind: CallReceived, offset: f.offset, packetID: a.PacketID})
+					return
+				}
+				c.receivedAnswered(sc, a.PacketID, h.Received(c, f.offset, a.PacketID))
 				return
 			}
-			f.released = true
-			c.inflight[a.PacketID] = f
-			c.appendAck(sc, codec.TypePubrel, a.PacketID, codec.Success)
+			c.receivedAnswered(sc, a.PacketID, true)
 		}
 	case codec.TypePubcomp:
 		if ok && f.qos == 2 && f.released {
 			c.settle(a.PacketID, f)
 		}
 	case codec.TypePubrel:
-		code := codec.Success
 		_, held := c.heldQoS2[a.PacketID]
 		delete(c.heldQoS2, a.PacketID)
 		if eo, ok := c.srv.opts.Handler.(ExactlyOnce); ok {
-			var why string
-			code, why = eo.Release(c, a.PacketID)
-			if code != codec.Success && code != codec.PacketIdentifierNotFound {
-				// The release was refused: no PUBCOMP, the message stays
-				// held, and the client's PUBREL on its next connection
-				// completes it (RFC 0003 "Exactly once").
-				c.logWarn("disconnected: an exactly-once release was refused", "code", "0x"+hex2(byte(code)), "why", why)
-				c.flushScratch(sc)
-				c.end(code, true, false)
+			if c.waits(CallRelease, 0, false) {
+				c.goWait(&pendingCall{kind: CallRelease, packetID: a.PacketID})
 				return
 			}
-		} else if !held {
+			code, why := eo.Release(c, a.PacketID)
+			c.releaseAnswered(sc, a.PacketID, code, why)
+			return
+		}
+		code := codec.Success
+		if !held {
 			code = codec.PacketIdentifierNotFound
 		}
 		c.appendAck(sc, codec.TypePubcomp, a.PacketID, code)
 	}
 	// A window this opened is used by the flush that follows every OnData.
+}
+
+// receivedAnswered sends the PUBREL of a QoS 2 delivery whose PUBREC the
+// handler stored (ok); one it could not store ends the connection with 0x80
+// and no PUBREL (RFC 0003 "Outbound QoS 2").
+func (c *Conn) receivedAnswered(sc *scratch, packetID uint16, ok bool) {
+	if !ok {
+		c.logWarn("disconnected: the PUBREC of a delivery could not be stored", "packet_id", packetID)
+		c.flushScratch(sc)
+		c.end(codec.UnspecifiedError, true, false)
+		return
+	}
+	if f, ok := c.inflight[packetID]; ok && f.qos == 2 {
+		f.released = true
+		c.inflight[packetID] = f
+	}
+	c.appendAck(sc, codec.TypePubrel, packetID, codec.Success)
+}
+
+// releaseAnswered answers a PUBREL with PUBCOMP: Success, or 0x92 for nothing
+// held. Any other code is a release refused: no PUBCOMP, the message stays
+// held, and the client's PUBREL on its next connection completes it (RFC
+// 0003 "Exactly once").
+func (c *Conn) releaseAnswered(sc *scratch, packetID uint16, code codec.ReasonCode, why string) {
+	if code != codec.Success && code != codec.PacketIdentifierNotFound {
+		c.logWarn("disconnected: an exactly-once release was refused", "code", "0x"+hex2(byte(code)), "why", why)
+		c.flushScratch(sc)
+		c.end(code, true, false)
+		return
+	}
+	c.appendAck(sc, codec.TypePubcomp, packetID, code)
 }
 
 // settle ends an outbound exchange and gives its window place back.
@@ -274,6 +323,7 @@ func (c *Conn) onSubscribe(h codec.Header, body []byte, sc *scratch) {
 		sa.ReasonCodes = sa.ReasonCodes[:0]
 		for range s.Subscriptions {
 			sa.ReasonCodes = append(sa.ReasonCodes, codec.ImplementationSpecificError)
+			c.srv.counters.SubscriptionsRefused.Add(ReasonOf(codec.ImplementationSpecificError))
 		}
 		c.reasonString(&sa.Properties, codec.ImplementationSpecificError, "SUBSCRIBE carries a saguin- User Property Sagüin does not read", false)
 		sc.out = sa.Append(sc.out, v)
@@ -281,32 +331,63 @@ func (c *Conn) onSubscribe(h codec.Header, body []byte, sc *scratch) {
 		c.logWarn("subscribe refused: a saguin- User Property Sagüin does not read", "code", "0x83")
 		return
 	}
-	var refused []string
 	var subID uint32
 	if ids := s.Properties.SubscriptionIDs; len(ids) > 0 {
 		subID = ids[0]
 	}
-	sa := &sc.suback
-	sa.PacketID = s.PacketID
-	sa.Properties.Reset()
-	sa.ReasonCodes = sa.ReasonCodes[:0]
-	for _, f := range s.Subscriptions {
-		if v != codec.Version5 && topic.ValidateFilter(string(f.Filter)) != nil {
-			// 3.1.1 has no code for a string that is not a filter at all.
-			c.protocolFault(&codec.Error{Code: codec.TopicFilterInvalid, Rule: "a 3.1.1 SUBSCRIBE carries a malformed filter (MQTT-4.7.1-1, -2)"}, sc)
-			return
+	if v != codec.Version5 {
+		for _, f := range s.Subscriptions {
+			if topic.ValidateFilter(string(f.Filter)) != nil {
+				// 3.1.1 has no code for a string that is not a filter at
+				// all; the packet is refused whole, before any filter of it
+				// is granted.
+				c.protocolFault(&codec.Error{Code: codec.TopicFilterInvalid, Rule: "a 3.1.1 SUBSCRIBE carries a malformed filter (MQTT-4.7.1-1, -2)"}, sc)
+				return
+			}
 		}
-		code, why := c.srv.opts.Handler.Subscribe(c, f.Filter, SubscribeOptions{
-			QoS: f.QoS, NoLocal: f.NoLocal, RetainAsPublished: f.RetainAsPublished, RetainHandling: f.RetainHandling,
-			SubscriptionID: subID,
-		})
+	}
+	optionsOf := func(f *codec.Subscription) SubscribeOptions {
+		return SubscribeOptions{QoS: f.QoS, NoLocal: f.NoLocal, RetainAsPublished: f.RetainAsPublished,
+			RetainHandling: f.RetainHandling, SubscriptionID: subID}
+	}
+	if c.waits(CallSubscribe, 0, false) {
+		pc := &pendingCall{kind: CallSubscribe, packetID: s.PacketID}
+		for i := range s.Subscriptions {
+			f := &s.Subscriptions[i]
+			pc.filters = append(pc.filters, bytes.Clone(f.Filter))
+			pc.opts = append(pc.opts, optionsOf(f))
+		}
+		c.goWait(pc)
+		return
+	}
+	var refused []string
+	sa := &sc.suback
+	sa.ReasonCodes = sa.ReasonCodes[:0]
+	for i := range s.Subscriptions {
+		f := &s.Subscriptions[i]
+		code, why := c.srv.opts.Handler.Subscribe(c, f.Filter, optionsOf(f))
 		if code.IsError() && why != "" {
 			refused = append(refused, string(f.Filter)+": "+why)
 		}
-		if v != codec.Version5 && code.IsError() {
-			code = codec.SubackFailure311
-		}
 		sa.ReasonCodes = append(sa.ReasonCodes, code)
+	}
+	c.subscribeAnswered(sc, s.PacketID, refused)
+}
+
+// subscribeAnswered writes the SUBACK carrying the codes in sc.suback, a
+// 3.1.1 client seeing 0x80 for every refusal, and why to an MQTT 5 one.
+func (c *Conn) subscribeAnswered(sc *scratch, packetID uint16, refused []string) {
+	v := c.Version()
+	sa := &sc.suback
+	sa.PacketID = packetID
+	sa.Properties.Reset()
+	for i, code := range sa.ReasonCodes {
+		if code.IsError() {
+			c.srv.counters.SubscriptionsRefused.Add(ReasonOf(code)) // before 3.1.1's 0x80 hides it
+			if v != codec.Version5 {
+				sa.ReasonCodes[i] = codec.SubackFailure311
+			}
+		}
 	}
 	if len(refused) > 0 {
 		c.reasonString(&sa.Properties, codec.UnspecifiedError, strings.Join(refused, "; "), false)
@@ -322,28 +403,50 @@ func (c *Conn) onUnsubscribe(h codec.Header, body []byte, sc *scratch) {
 		c.protocolFault(err, sc)
 		return
 	}
-	ua := &sc.unsuback
-	ua.PacketID = u.PacketID
-	ua.Properties.Reset()
-	ua.ReasonCodes = ua.ReasonCodes[:0]
-	for _, f := range u.Filters {
-		ua.ReasonCodes = append(ua.ReasonCodes, c.srv.opts.Handler.Unsubscribe(c, f))
-	}
 	// An unread saguin- property does not stop an UNSUBSCRIBE (refusing
 	// would leave the client subscribed to what it asked to stop); it is
 	// named back as saguin-unread to a client that wants problems reported,
 	// never echoed as itself (RFC 0003).
+	var unread [][]byte
 	for _, up := range u.Properties.User {
 		if !bytes.HasPrefix(up.Key, []byte("saguin-")) {
 			continue
 		}
 		c.logWarn("unsubscribe carried a saguin- User Property Sagüin does not read", "property", string(up.Key))
 		if !c.noProblemInfo {
-			ua.Properties.AddUser([]byte("saguin-unread"), up.Key)
-			ua.Properties.Present.Set(codec.PropUserProperty)
+			unread = append(unread, up.Key)
 		}
 	}
-	sc.out = ua.Append(sc.out, v)
+	if c.waits(CallUnsubscribe, 0, false) {
+		pc := &pendingCall{kind: CallUnsubscribe, packetID: u.PacketID}
+		for _, f := range u.Filters {
+			pc.filters = append(pc.filters, bytes.Clone(f))
+		}
+		for _, k := range unread {
+			pc.unread = append(pc.unread, bytes.Clone(k))
+		}
+		c.goWait(pc)
+		return
+	}
+	ua := &sc.unsuback
+	ua.ReasonCodes = ua.ReasonCodes[:0]
+	for _, f := range u.Filters {
+		ua.ReasonCodes = append(ua.ReasonCodes, c.srv.opts.Handler.Unsubscribe(c, f))
+	}
+	c.unsubscribeAnswered(sc, u.PacketID, unread)
+}
+
+// unsubscribeAnswered writes the UNSUBACK carrying the codes in
+// sc.unsuback, naming back the saguin- properties it did not read.
+func (c *Conn) unsubscribeAnswered(sc *scratch, packetID uint16, unread [][]byte) {
+	ua := &sc.unsuback
+	ua.PacketID = packetID
+	ua.Properties.Reset()
+	for _, k := range unread {
+		ua.Properties.AddUser([]byte("saguin-unread"), k)
+		ua.Properties.Present.Set(codec.PropUserProperty)
+	}
+	sc.out = ua.Append(sc.out, c.Version())
 	ua.Properties.Reset()
 }
 

@@ -27,6 +27,9 @@ type Server struct {
 	adm   *admission
 	loop  *gnet.Client // the event loops; accept is ours (see acceptLoop)
 	doors []*listener
+	// waiter is the handler's StoreWaiter, nil when it has none: asked for
+	// every packet that may wait, so the type is looked at once.
+	waiter StoreWaiter
 
 	enrollq  chan enrollment // admitted sockets for the enrollers (enroll.go)
 	enrollWG sync.WaitGroup  // the enrollers
@@ -43,6 +46,8 @@ type Server struct {
 	wakers map[gnet.EventLoop]*loopWaker // one per event loop, made at its first connection
 
 	now atomic.Int64 // the coarse clock the loops stamp activity with, unix nanoseconds
+
+	counters Counters
 }
 
 // New checks opts (after WithDefaults) and returns a Server that is not yet
@@ -62,6 +67,7 @@ func New(opts Options) (*Server, error) {
 		enrollq:  make(chan enrollment, 64),
 		wakers:   make(map[gnet.EventLoop]*loopWaker),
 	}
+	s.waiter, _ = opts.Handler.(StoreWaiter)
 	s.now.Store(time.Now().UnixNano())
 	return s, nil
 }
@@ -173,6 +179,7 @@ func (s *Server) arrive(l *listener, nc net.Conn) {
 	default:
 		// The budget is full (or the broker is stopping): nothing read,
 		// nothing written.
+		s.counters.ConnectionsRefused.Add(ReasonOf(codec.ServerBusy))
 		nc.Close()
 	}
 }
@@ -190,6 +197,7 @@ func (s *Server) overflow(l *listener, nc net.Conn, w *waiter, arrivedAt time.Ti
 	select {
 	case <-s.stop:
 	default:
+		s.counters.ConnectionsRefused.Add(ReasonOf(codec.ServerBusy))
 		answerBusy(nc, arrivedAt.Add(limit))
 	}
 	nc.Close()

@@ -148,16 +148,32 @@ func (e *events) OnTraffic(c gnet.Conn) gnet.Action {
 	// returns, with no task queued for them (loopwake.go).
 	w := g.waker.Load()
 	w.enter()
-	if buf, _ := c.Peek(-1); len(buf) > 0 {
+	g.serve()
+	w.leave()
+	return gnet.None
+}
+
+// serve reads what gnet holds for the connection and lets it write: for
+// OnTraffic, and for a wake (loopwake.go) - after a call is answered the
+// input it held back is read at the next wake. Loop only.
+func (g *gnetConn) serve() {
+	if g.c.closed {
+		return // a wake queued before gnet closed it: gnet has let go of its buffers
+	}
+	c := g.gc
+	// While a call is out the input stays in gnet's buffer, unpeeked:
+	// Waiting checks its size against the bound before gnet keeps this read.
+	if g.c.Waiting(c.InboundBuffered()) {
+		// nothing is read until the call is answered
+	} else if buf, _ := c.Peek(-1); len(buf) > 0 {
 		// Discard(0) would drop everything buffered: gnet reads n <= 0 as
 		// "all". A partial packet must stay for the next call.
 		if n := g.c.OnData(buf); n > 0 {
 			c.Discard(n)
+			g.c.srv.counters.BytesReceived.Add(uint64(n))
 		}
 	}
 	g.c.OnWake()
-	w.leave()
-	return gnet.None
 }
 
 func (e *events) OnClose(c gnet.Conn, err error) gnet.Action {

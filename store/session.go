@@ -95,27 +95,39 @@ const (
 
 // SessionSize is what a session counts against a memory provider: the memory
 // the broker holds for it while its client is away. 3,500 bytes and its
-// client id; per filter 800 bytes, 400 more for a shared one, 600 for each
-// level after the first, and the filter's length; its Will's topic, payload
-// and properties (headers included).
+// client id; per filter SubscriptionSize; its Will's topic, payload and
+// properties (headers included).
 func SessionSize(s *Session) int64 {
-	n := int64(sessionBaseBytes + len(s.ClientID))
+	n := int64(sessionBaseBytes+len(s.ClientID)) + WillSize(s.Will)
 	for i := range s.Subscriptions {
-		sub := &s.Subscriptions[i]
-		n += filterBaseBytes + int64(len(sub.Filter))
-		levels := sub.Filter
-		if sub.ShareGroup != "" {
-			n += sharedFilterBytes
-			// The levels charged are the filter's own, not "$share/<group>/".
-			levels = strings.TrimPrefix(levels, "$share/"+sub.ShareGroup+"/")
-		}
-		n += filterExtraLevelCost * int64(strings.Count(levels, "/"))
+		n += SubscriptionSize(&s.Subscriptions[i])
 	}
-	if w := s.Will; w != nil {
-		n += int64(len(w.Topic) + len(w.Payload) + len(w.Props))
-		for i := range w.Headers {
-			n += int64(len(w.Headers[i].Key) + len(w.Headers[i].Value))
-		}
+	return n
+}
+
+// SubscriptionSize is what one filter adds to SessionSize: 800 bytes, 400
+// more for a shared one, 600 for each level after the first, and the
+// filter's length.
+func SubscriptionSize(sub *Subscription) int64 {
+	n := int64(filterBaseBytes + len(sub.Filter))
+	levels := sub.Filter
+	if sub.ShareGroup != "" {
+		n += sharedFilterBytes
+		// The levels charged are the filter's own, not "$share/<group>/".
+		levels = strings.TrimPrefix(levels, "$share/"+sub.ShareGroup+"/")
+	}
+	return n + filterExtraLevelCost*int64(strings.Count(levels, "/"))
+}
+
+// WillSize is what a Will adds to SessionSize: its topic, payload,
+// properties and headers; 0 for none.
+func WillSize(w *Will) int64 {
+	if w == nil {
+		return 0
+	}
+	n := int64(len(w.Topic) + len(w.Payload) + len(w.Props))
+	for i := range w.Headers {
+		n += int64(len(w.Headers[i].Key) + len(w.Headers[i].Value))
 	}
 	return n
 }

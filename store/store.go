@@ -263,11 +263,41 @@ type Retained interface {
 // Sessions keeps persistent MQTT sessions, their windows and cursors, the
 // broadcast log they are owed, and the shared groups' cursors and returned
 // deliveries (notes-0004 "sessions, broadcast log, share_groups, ...").
+//
+// A shared group is keyed by the whole filter its members subscribed,
+// "$share/<ShareName>/<filter>" (Subscription.Filter), and is kept while a
+// stored session holds that filter: the write that removes the last one -
+// End or Unsubscribe - removes the group's cursor and returned deliveries
+// with it, so a group nobody can collect leaves nothing behind.
+//
+// Subscriptions are stored one filter at a time (Subscribe, Unsubscribe), so
+// a session adding its thousandth filter writes one filter, not a thousand;
+// Get and All return them ordered by filter.
 type Sessions interface {
-	// Put stores the session record (subscriptions and Will included),
-	// replacing what was stored under its client id. On memory the session
-	// is charged SessionSize against the provider: no room is ErrProviderFull.
+	// Put stores the whole session record (subscriptions and Will included),
+	// replacing what was stored under its client id: a session begun new
+	// removes, in this one write, whatever an ended one left there. On memory
+	// the session is charged SessionSize against the provider: no room is
+	// ErrProviderFull.
 	Put(s Session) error
+	// Update stores the session's expiry, disconnect time, Receive Maximum
+	// and Will, leaving its subscriptions as they are stored. ErrNotFound
+	// when the session is not stored; ErrProviderFull when a larger Will has
+	// no room.
+	Update(s Session) error
+	// Subscribe adds sub to the stored session, or replaces the
+	// subscription it holds with the same filter. For a shared subscription
+	// (ShareGroup set) whose group has no cursor, a groupCursor above 0 is
+	// stored as the group's cursor in the same write (RFC 0002: the first
+	// member whose session outlives its connection brings it; no room for
+	// the cursor is no room for the filter). ErrNotFound when the session is
+	// not stored; ErrProviderFull when there is no room.
+	Subscribe(clientID string, sub Subscription, groupCursor uint64) error
+	// Unsubscribe removes the session's subscription to filter; false when
+	// it held none. The last holder of a shared group's filter takes the
+	// group's cursor and returned deliveries with it, in the same write.
+	// Relieving: it may use the reserve.
+	Unsubscribe(clientID, filter string) (bool, error)
 	// Get reads one session.
 	Get(clientID string) (Session, bool, error)
 	// All reads every stored session, ordered by client id.
@@ -277,7 +307,10 @@ type Sessions interface {
 	// End deletes the session, its in-flight window and its broadcast-log
 	// cursor, writes the deliveries its ending returns to shared groups, and
 	// drops the groups it was the last holder of (with their cursors and
-	// returned rows), in one operation.
+	// returned rows), in one operation. It may use the reserve; the
+	// returned deliveries are what a provider with no room even there
+	// refuses (ErrProviderFull), and the caller then ends the session
+	// without them.
 	End(clientID string, returned []Returned) error
 
 	// InFlight is the session's window, ordered by offset.
@@ -297,7 +330,8 @@ type Sessions interface {
 
 	// GroupCursor is a shared group's cursor in the broadcast log.
 	GroupCursor(group string) (uint64, bool, error)
-	// SaveGroupCursor stores a shared group's cursor (relieving).
+	// SaveGroupCursor stores a shared group's cursor (relieving). A group no
+	// stored session holds is not kept: ErrNotFound.
 	SaveGroupCursor(group string, cursor uint64) error
 	// Returned lists the deliveries returned to group, oldest first.
 	Returned(group string) ([]Returned, error)

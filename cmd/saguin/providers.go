@@ -21,8 +21,15 @@ type storage struct {
 	providers []store.Provider
 	sessions  store.Sessions
 	retained  store.Retained
-	cancel    context.CancelFunc
-	sweeps    sync.WaitGroup
+	// sessionsOnDisk and retainedOnDisk: the provider behind each commits
+	// to disk, so a write a client waits on leaves the event loop.
+	sessionsOnDisk bool
+	retainedOnDisk bool
+	// retainedWithSessions: one provider keeps both, so a retained value
+	// may take its room from the broadcast log.
+	retainedWithSessions bool
+	cancel               context.CancelFunc
+	sweeps               sync.WaitGroup
 }
 
 // openStorage opens the providers the broker's state lives in. On failure
@@ -64,6 +71,7 @@ func openStorage(cfg *config.Config, hooks store.Hooks, log *slog.Logger) (st *s
 	if err != nil {
 		return nil, fmt.Errorf("broker.session.storage: %w", err)
 	}
+	st.sessionsOnDisk = sp.Type() == config.ProviderSQLite
 	if st.sessions, err = sp.Sessions(); err != nil {
 		return nil, fmt.Errorf("broker.session.storage: opening the session store on %s: %w", sp.Name(), err)
 	}
@@ -71,9 +79,11 @@ func openStorage(cfg *config.Config, hooks store.Hooks, log *slog.Logger) (st *s
 	if err != nil {
 		return nil, fmt.Errorf("broker.retained.storage: %w", err)
 	}
+	st.retainedOnDisk = rp.Type() == config.ProviderSQLite
 	if st.retained, err = rp.Retained(cfg.Broker.Retained.RetentionPeriod); err != nil {
 		return nil, fmt.Errorf("broker.retained.storage: opening the retained store on %s: %w", rp.Name(), err)
 	}
+	st.retainedWithSessions = rp == sp
 	ctx, cancel := context.WithCancel(context.Background())
 	st.cancel = cancel
 	for _, p := range st.providers {

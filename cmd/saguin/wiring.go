@@ -58,21 +58,26 @@ func netloopOptions(cfg *config.Config, b *broker.Broker, log *slog.Logger) (net
 func brokerOptions(cfg *config.Config, st *storage, log *slog.Logger) broker.Options {
 	l := cfg.Broker.Limits
 	return broker.Options{
-		MaxTopicLength:    l.MaxTopicLength,
-		MaxTopicLevels:    l.MaxTopicLevels,
-		MaxSubscriptions:  l.MaxSubscriptions,
-		MaxHeaderCount:    l.MaxHeaderCount,
-		MaxHeaderBytes:    int(l.MaxHeaderBytes),
-		PublishRate:       int64(l.PublishRate),
-		PublishBytes:      l.PublishBytes,
-		SessionQueueBytes: l.SessionQueueBytes,
-		MaxSessionExpiry:  l.MaxSessionExpiry,
-		AckCommitInterval: cfg.Broker.Session.AckCommitInterval,
-		QoS2MaxInflight:   cfg.Broker.QoS2.MaxInflightPerClient,
-		QoS2ExpiresAfter:  cfg.Broker.QoS2.ExpiresAfter,
-		ShareExpiresAfter: cfg.Broker.Share.ExpiresAfter,
-		Sessions:          st.sessions,
-		Retained:          st.retained,
-		Logger:            log,
+		MaxTopicLength:       l.MaxTopicLength,
+		MaxTopicLevels:       l.MaxTopicLevels,
+		MaxSubscriptions:     l.MaxSubscriptions,
+		MaxHeaderCount:       l.MaxHeaderCount,
+		MaxHeaderBytes:       int(l.MaxHeaderBytes),
+		PublishRate:          int64(l.PublishRate),
+		PublishBytes:         l.PublishBytes,
+		SessionQueueBytes:    l.SessionQueueBytes,
+		MaxSessionExpiry:     l.MaxSessionExpiry,
+		AckCommitInterval:    cfg.Broker.Session.AckCommitInterval,
+		QoS2MaxInflight:      cfg.Broker.QoS2.MaxInflightPerClient,
+		QoS2ExpiresAfter:     cfg.Broker.QoS2.ExpiresAfter,
+		ShareExpiresAfter:    cfg.Broker.Share.ExpiresAfter,
+		Sessions:             st.sessions,
+		Retained:             st.retained,
+		RetainedWithSessions: st.retainedWithSessions,
+		// A sqlite provider waits for a commit: what a client waits on
+		// there is written off the event loop (netloop.StoreWaiter).
+		SessionsWaitOnDisk: st.sessionsOnDisk,
+		RetainedWaitOnDisk: st.retainedOnDisk,
+		Logger:             log,
 	}
 }

@@ -3,6 +3,7 @@ package memory
 import (
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"sync"
@@ -204,4 +205,41 @@ func mustRead(t *testing.T, path string) []byte {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// A filter added or removed moves the provider's count by that filter's
+// SubscriptionSize, and one with no room is refused, the session as it was.
+func TestSubscribeChargesItsFilterAndIsRefusedWithoutRoom(t *testing.T) {
+	p := open(t, "", func(o *store.MemoryOptions) { o.MaxBytes, o.Reserve = 20_000, 5_000 })
+	ss, _ := p.Sessions()
+	if err := ss.Put(store.Session{ClientID: "dev", Expiry: time.Hour}); err != nil {
+		t.Fatal(err)
+	}
+	before := p.Bytes()
+	sub := store.Subscription{Filter: "$share/g/a/b/c", ShareGroup: "g", QoS: 1}
+	if err := ss.Subscribe("dev", sub, 1); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := p.Bytes()-before, store.SubscriptionSize(&sub); got != want {
+		t.Fatalf("subscribe charged %d, want %d", got, want)
+	}
+	var err error
+	n := 0
+	for ; err == nil; n++ {
+		err = ss.Subscribe("dev", store.Subscription{Filter: fmt.Sprintf("f/%d", n)}, 0)
+	}
+	if !errors.Is(err, store.ErrProviderFull) {
+		t.Fatalf("subscribe past max_bytes less reserve: %v, want ErrProviderFull", err)
+	}
+	if got, _, _ := ss.Get("dev"); len(got.Subscriptions) != n {
+		t.Fatalf("a refused subscribe was kept: %d filters, want %d", len(got.Subscriptions), n)
+	}
+	if _, err := ss.Unsubscribe("dev", sub.Filter); err != nil {
+		t.Fatal(err)
+	}
+	got, _, _ := ss.Get("dev")
+	if p.Bytes()-before != store.SessionSize(&got)-store.SessionSize(&store.Session{ClientID: "dev"}) {
+		t.Fatalf("provider counts %d for the filters, SessionSize says %d", p.Bytes()-before,
+			store.SessionSize(&got)-store.SessionSize(&store.Session{ClientID: "dev"}))
+	}
 }

@@ -19,6 +19,9 @@ type sessState struct {
 }
 
 // groupState is a shared group's cursor and the deliveries returned to it.
+// A cursor of 0 is none yet (log offsets start at 1): a group may hold
+// returned deliveries before a member that outlives its connection gives it
+// a cursor.
 type groupState struct {
 	cursor   uint64
 	returned []uint64
@@ -33,10 +36,13 @@ type sessionStore struct {
 	mu       sync.Mutex
 	sessions map[string]*sessState
 	groups   map[string]*groupState
+	// members counts the stored sessions holding each shared filter (a
+	// group's key): the group goes when it reaches 0.
+	members map[string]int
 }
 
 func newSessionStore(p *Provider) *sessionStore {
-	return &sessionStore{p: p, log: newBcastLog(p), sessions: map[string]*sessState{}, groups: map[string]*groupState{}}
+	return &sessionStore{p: p, log: newBcastLog(p), sessions: map[string]*sessState{}, groups: map[string]*groupState{}, members: map[string]int{}}
 }
 
 // sessionsState is the sessions and the log as a snapshot holds them.
@@ -88,14 +94,47 @@ func (s *sessionStore) restore(st *sessionsState) error {
 			}
 			ss.inflight = append(ss.inflight, f)
 		}
+		sortSubscriptions(ss.s.Subscriptions)
 		ss.size = store.SessionSize(&ss.s)
 		s.p.chargeRelief(ss.size)
 		s.sessions[sd.s.ClientID] = ss
+		s.joinLocked(ss.s.Subscriptions, 1)
 	}
+	// A group no kept session holds is not restored: nothing can collect
+	// its backlog (RFC 0003 "Sessions": dropped at start if no member is
+	// left).
 	for g, gs := range st.groups {
-		s.groups[g] = gs
+		if s.members[g] > 0 {
+			s.groups[g] = gs
+		}
 	}
 	return nil
+}
+
+// sortSubscriptions orders a session's filters as every read returns them.
+func sortSubscriptions(subs []store.Subscription) {
+	sort.Slice(subs, func(i, j int) bool { return subs[i].Filter < subs[j].Filter })
+}
+
+// joinLocked counts (by +1) or uncounts (by -1) the shared filters in subs;
+// a group whose last holder goes is dropped with its returned deliveries.
+func (s *sessionStore) joinLocked(subs []store.Subscription, by int) {
+	for i := range subs {
+		if subs[i].ShareGroup == "" {
+			continue
+		}
+		s.memberLocked(subs[i].Filter, by)
+	}
+}
+
+func (s *sessionStore) memberLocked(group string, by int) {
+	n := s.members[group] + by
+	if n > 0 {
+		s.members[group] = n
+		return
+	}
+	delete(s.members, group)
+	delete(s.groups, group)
 }
 
 // bytes is what the sessions count against the provider.
@@ -109,8 +148,11 @@ func (s *sessionStore) bytes() int64 {
 	return n
 }
 
-// Put implements store.Sessions.
+// Put implements store.Sessions. The subscriptions are copied: the store
+// keeps them in filter order and changes them one at a time.
 func (s *sessionStore) Put(sess store.Session) error {
+	sess.Subscriptions = append([]store.Subscription(nil), sess.Subscriptions...)
+	sortSubscriptions(sess.Subscriptions)
 	size := store.SessionSize(&sess)
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -119,20 +161,121 @@ func (s *sessionStore) Put(sess store.Session) error {
 	if ok {
 		old = ss.size
 	}
-	if delta := size - old; delta > 0 {
-		if err := s.p.charge(delta); err != nil {
-			return fmt.Errorf("session %q: %w", sess.ClientID, err)
-		}
-	} else {
-		s.p.refund(-delta)
+	if err := s.rechargeLocked(sess.ClientID, old, size); err != nil {
+		return err
 	}
 	if !ok {
 		ss = &sessState{cursor: s.log.Next(), hasCursor: true}
 		s.sessions[sess.ClientID] = ss
 	}
+	// Counted in before the old ones are counted out, so a group both hold
+	// is never dropped in between.
+	s.joinLocked(sess.Subscriptions, 1)
+	s.joinLocked(ss.s.Subscriptions, -1)
 	ss.s = sess
 	ss.size = size
 	return nil
+}
+
+// rechargeLocked moves the provider's count from old to size: a rise asks
+// for room (ErrProviderFull), a fall gives it back.
+func (s *sessionStore) rechargeLocked(clientID string, old, size int64) error {
+	if delta := size - old; delta > 0 {
+		if err := s.p.charge(delta); err != nil {
+			return fmt.Errorf("session %q: %w", clientID, err)
+		}
+	} else {
+		s.p.refund(-delta)
+	}
+	return nil
+}
+
+// Update implements store.Sessions.
+func (s *sessionStore) Update(sess store.Session) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ss, ok := s.sessions[sess.ClientID]
+	if !ok {
+		return fmt.Errorf("session %q: %w", sess.ClientID, store.ErrNotFound)
+	}
+	size := ss.size - store.WillSize(ss.s.Will) + store.WillSize(sess.Will)
+	if err := s.rechargeLocked(sess.ClientID, ss.size, size); err != nil {
+		return err
+	}
+	ss.s.Expiry, ss.s.DisconnectedAt, ss.s.ReceiveMaximum, ss.s.Will = sess.Expiry, sess.DisconnectedAt, sess.ReceiveMaximum, sess.Will
+	ss.size = size
+	return nil
+}
+
+// Subscribe implements store.Sessions: one filter placed in order, charged
+// its own size.
+func (s *sessionStore) Subscribe(clientID string, sub store.Subscription, groupCursor uint64) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ss, ok := s.sessions[clientID]
+	if !ok {
+		return fmt.Errorf("session %q: %w", clientID, store.ErrNotFound)
+	}
+	subs := ss.s.Subscriptions
+	i := sort.Search(len(subs), func(i int) bool { return subs[i].Filter >= sub.Filter })
+	replaces := i < len(subs) && subs[i].Filter == sub.Filter
+	var old int64
+	if replaces {
+		old = store.SubscriptionSize(&subs[i])
+	}
+	size := ss.size - old + store.SubscriptionSize(&sub)
+	if err := s.rechargeLocked(clientID, ss.size, size); err != nil {
+		return err
+	}
+	ss.size = size
+	if replaces {
+		subs[i] = sub // the same filter: the same group, its holder already counted
+	} else {
+		subs = append(subs, store.Subscription{})
+		copy(subs[i+1:], subs[i:])
+		subs[i] = sub
+		ss.s.Subscriptions = subs
+		s.joinLocked(subs[i:i+1], 1)
+	}
+	if sub.ShareGroup != "" && groupCursor > 0 {
+		if g := s.groups[sub.Filter]; g == nil {
+			s.groups[sub.Filter] = &groupState{cursor: groupCursor}
+		} else if g.cursor == 0 {
+			g.cursor = groupCursor
+		}
+	}
+	return nil
+}
+
+// Unsubscribe implements store.Sessions.
+func (s *sessionStore) Unsubscribe(clientID, filter string) (bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ss, ok := s.sessions[clientID]
+	if !ok {
+		return false, fmt.Errorf("session %q: %w", clientID, store.ErrNotFound)
+	}
+	subs := ss.s.Subscriptions
+	i := sort.Search(len(subs), func(i int) bool { return subs[i].Filter >= filter })
+	if i == len(subs) || subs[i].Filter != filter {
+		return false, nil
+	}
+	size := store.SubscriptionSize(&subs[i])
+	s.joinLocked(subs[i:i+1], -1)
+	copy(subs[i:], subs[i+1:])
+	subs[len(subs)-1] = store.Subscription{}
+	ss.s.Subscriptions = subs[:len(subs)-1]
+	ss.size -= size
+	s.p.refund(size)
+	return true, nil
+}
+
+// copied is the session with a subscription list of its own: the store
+// changes its list in place, one filter at a time.
+func (ss *sessState) copied() store.Session {
+	out := ss.s
+	out.Subscriptions = append([]store.Subscription(nil), ss.s.Subscriptions...)
+	return out
 }
 
 // Get implements store.Sessions.
@@ -143,7 +286,7 @@ func (s *sessionStore) Get(clientID string) (store.Session, bool, error) {
 	if !ok {
 		return store.Session{}, false, nil
 	}
-	return ss.s, true, nil
+	return ss.copied(), true, nil
 }
 
 // All implements store.Sessions.
@@ -152,7 +295,7 @@ func (s *sessionStore) All() ([]store.Session, error) {
 	defer s.mu.Unlock()
 	out := make([]store.Session, 0, len(s.sessions))
 	for _, ss := range s.sessions {
-		out = append(out, ss.s)
+		out = append(out, ss.copied())
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].ClientID < out[j].ClientID })
 	return out, nil
@@ -181,32 +324,25 @@ func (s *sessionStore) End(clientID string, returned []store.Returned) error {
 	delete(s.sessions, clientID)
 	s.p.refund(ss.size)
 	for _, r := range returned {
+		if s.members[r.Group] == 0 {
+			continue // a group nobody holds keeps nothing
+		}
 		g := s.groups[r.Group]
 		if g == nil {
 			g = &groupState{}
 			s.groups[r.Group] = g
 		}
-		g.returned = append(g.returned, r.Offset)
-	}
-	// A group leaves with the last session holding its filter.
-	for _, sub := range ss.s.Subscriptions {
-		if sub.ShareGroup == "" || s.groupHeldLocked(sub.ShareGroup) {
+		i := sort.Search(len(g.returned), func(i int) bool { return g.returned[i] >= r.Offset })
+		if i < len(g.returned) && g.returned[i] == r.Offset {
 			continue
 		}
-		delete(s.groups, sub.ShareGroup)
+		g.returned = append(g.returned, 0)
+		copy(g.returned[i+1:], g.returned[i:])
+		g.returned[i] = r.Offset
 	}
+	// A group leaves with the last session holding its filter.
+	s.joinLocked(ss.s.Subscriptions, -1)
 	return nil
-}
-
-func (s *sessionStore) groupHeldLocked(group string) bool {
-	for _, ss := range s.sessions {
-		for _, sub := range ss.s.Subscriptions {
-			if sub.ShareGroup == group {
-				return true
-			}
-		}
-	}
-	return false
 }
 
 // InFlight implements store.Sessions.
@@ -310,7 +446,7 @@ func (s *sessionStore) GroupCursor(group string) (uint64, bool, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	g, ok := s.groups[group]
-	if !ok {
+	if !ok || g.cursor == 0 {
 		return 0, false, nil
 	}
 	return g.cursor, true, nil
@@ -320,6 +456,9 @@ func (s *sessionStore) GroupCursor(group string) (uint64, bool, error) {
 func (s *sessionStore) SaveGroupCursor(group string, cursor uint64) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.members[group] == 0 {
+		return fmt.Errorf("shared group %q: no stored session holds it: %w", group, store.ErrNotFound)
+	}
 	g := s.groups[group]
 	if g == nil {
 		g = &groupState{}
@@ -361,7 +500,8 @@ func (s *sessionStore) TakeReturned(group string, offset uint64) (bool, error) {
 	return false, nil
 }
 
-// copyOut copies sessions, groups and the log for a snapshot.
+// copyOut copies sessions, groups and the log for a snapshot: each
+// session's filter list too, which Subscribe changes in place.
 func (s *sessionStore) copyOut() *sessionsState {
 	s.mu.Lock()
 	st := &sessionsState{cursors: map[string]uint64{}, groups: map[string]*groupState{}}
@@ -372,7 +512,7 @@ func (s *sessionStore) copyOut() *sessionsState {
 	sort.Strings(ids)
 	for _, id := range ids {
 		ss := s.sessions[id]
-		st.sessions = append(st.sessions, sessionData{s: ss.s, inflight: append([]store.InFlight(nil), ss.inflight...)})
+		st.sessions = append(st.sessions, sessionData{s: ss.copied(), inflight: append([]store.InFlight(nil), ss.inflight...)})
 		if ss.hasCursor {
 			st.cursors[id] = ss.cursor
 		}

@@ -171,3 +171,48 @@ func benchmarkSweep(b *testing.B, sweep func(*Provider) error) {
 		})
 	}
 }
+
+// BenchmarkSubscribeBesideManyFilters is one SUBSCRIBE's write for a session
+// already holding held filters: one row, whatever it holds. PutWholeSession
+// is what a SUBSCRIBE cost when the record was rewritten whole (and what a
+// session begun new still costs).
+func BenchmarkSubscribeBesideManyFilters(b *testing.B) {
+	for _, held := range []int{10, 1000, 10000} {
+		subs := make([]store.Subscription, held)
+		for i := range subs {
+			subs[i] = store.Subscription{Filter: fmt.Sprintf("site/%d/sensor/+", i), QoS: 1}
+		}
+		b.Run(fmt.Sprintf("Subscribe/held=%d", held), func(b *testing.B) {
+			ss := sessionsWith(b, subs)
+			b.ResetTimer()
+			for i := 0; b.Loop(); i++ {
+				if err := ss.Subscribe("dev", store.Subscription{Filter: fmt.Sprintf("new/%d", i), QoS: 1}, 0); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		b.Run(fmt.Sprintf("PutWholeSession/held=%d", held), func(b *testing.B) {
+			ss := sessionsWith(b, subs)
+			b.ResetTimer()
+			for b.Loop() {
+				if err := ss.Put(store.Session{ClientID: "dev", Expiry: time.Hour, Subscriptions: subs}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+func sessionsWith(b *testing.B, subs []store.Subscription) store.Sessions {
+	b.Helper()
+	p := mustOpen(b, testOptions(b))
+	b.Cleanup(func() { p.Close() })
+	ss, err := p.Sessions()
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := ss.Put(store.Session{ClientID: "dev", Expiry: time.Hour, Subscriptions: subs}); err != nil {
+		b.Fatal(err)
+	}
+	return ss
+}

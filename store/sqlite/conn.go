@@ -36,9 +36,11 @@ type conn struct {
 	holdPut, holdGet, holdDrop, holdList *sql.Stmt
 
 	sessionPut, sessionGet, sessionAll, sessionDisconnected, sessionDelete, sessionHeldBy *sql.Stmt
+	sessionUpdate, subPut, subList, subAll, subDelete, subDeleteAll, subShared, subOf     *sql.Stmt
+	groupJoin, groupLeave, groupOrphaned, groupCursorFirst, returnedOrphaned              *sql.Stmt
 	inflightAdd, inflightList, inflightRelease, inflightDelete, inflightDeleteAll         *sql.Stmt
-	groupGet, groupSave, groupDelete, returnedAdd, returnedList, returnedTake             *sql.Stmt
-	returnedDeleteGroup, groupHeldByOthers                                                *sql.Stmt
+	groupGet, groupSave, groupDelete, returnedList, returnedTake                          *sql.Stmt
+	returnedDeleteGroup, returnedHeld                                                     *sql.Stmt
 	recordSizeAt, recordDelete, recordsMin, recordsOldest, recordsCount                   *sql.Stmt
 }
 
@@ -111,11 +113,22 @@ func (c *conn) statements() []struct {
 			bridge = excluded.bridge, qos = excluded.qos, retain = excluded.retain, size = excluded.size`},
 		{&c.holdGet, `SELECT held_at, ` + recordCols + ` FROM held_publishes WHERE channel = ? AND client = ? AND packet_id = ?`},
 		{&c.holdDrop, `DELETE FROM held_publishes WHERE channel = ? AND client = ? AND packet_id = ?`},
-		{&c.sessionPut, `INSERT INTO sessions (client_id, expiry, disconnected_at, receive_maximum, subscriptions, will) VALUES (?, ?, ?, ?, ?, ?)
+		{&c.sessionPut, `INSERT INTO sessions (client_id, expiry, disconnected_at, receive_maximum, will) VALUES (?, ?, ?, ?, ?)
 			ON CONFLICT (client_id) DO UPDATE SET expiry = excluded.expiry, disconnected_at = excluded.disconnected_at,
-			receive_maximum = excluded.receive_maximum, subscriptions = excluded.subscriptions, will = excluded.will`},
-		{&c.sessionGet, `SELECT client_id, expiry, disconnected_at, receive_maximum, subscriptions, will FROM sessions WHERE client_id = ?`},
-		{&c.sessionAll, `SELECT client_id, expiry, disconnected_at, receive_maximum, subscriptions, will FROM sessions ORDER BY client_id`},
+			receive_maximum = excluded.receive_maximum, will = excluded.will`},
+		{&c.sessionUpdate, `UPDATE sessions SET expiry = ?, disconnected_at = ?, receive_maximum = ?, will = ? WHERE client_id = ?`},
+		{&c.sessionGet, `SELECT client_id, expiry, disconnected_at, receive_maximum, will FROM sessions WHERE client_id = ?`},
+		{&c.sessionAll, `SELECT client_id, expiry, disconnected_at, receive_maximum, will FROM sessions ORDER BY client_id`},
+		{&c.subPut, `INSERT INTO session_subscriptions (client_id, ` + subCols + `) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+			ON CONFLICT (client_id, filter) DO UPDATE SET share_group = excluded.share_group, qos = excluded.qos, no_local = excluded.no_local,
+			retain_as_published = excluded.retain_as_published, retain_handling = excluded.retain_handling,
+			subscription_id = excluded.subscription_id, partition = excluded.partition, log_offset = excluded.log_offset`},
+		{&c.subList, `SELECT ` + subCols + ` FROM session_subscriptions WHERE client_id = ? ORDER BY filter`},
+		{&c.subAll, `SELECT client_id, ` + subCols + ` FROM session_subscriptions ORDER BY client_id, filter`},
+		{&c.subOf, `SELECT share_group FROM session_subscriptions WHERE client_id = ? AND filter = ?`},
+		{&c.subDelete, `DELETE FROM session_subscriptions WHERE client_id = ? AND filter = ?`},
+		{&c.subDeleteAll, `DELETE FROM session_subscriptions WHERE client_id = ?`},
+		{&c.subShared, `SELECT filter FROM session_subscriptions WHERE client_id = ? AND share_group != ''`},
 		{&c.sessionDisconnected, `UPDATE sessions SET disconnected_at = ? WHERE client_id = ?`},
 		{&c.sessionDelete, `DELETE FROM sessions WHERE client_id = ?`},
 		{&c.sessionHeldBy, `SELECT 1 FROM sessions WHERE client_id = ?`},
@@ -125,14 +138,19 @@ func (c *conn) statements() []struct {
 		{&c.inflightRelease, `UPDATE session_inflight SET released = 1 WHERE client_id = ? AND packet_id = ? AND offset = ?`},
 		{&c.inflightDelete, `DELETE FROM session_inflight WHERE client_id = ? AND packet_id = ? AND offset = ?`},
 		{&c.inflightDeleteAll, `DELETE FROM session_inflight WHERE client_id = ?`},
-		{&c.groupGet, `SELECT cursor FROM share_groups WHERE grp = ?`},
-		{&c.groupSave, `INSERT INTO share_groups (grp, cursor) VALUES (?, ?) ON CONFLICT (grp) DO UPDATE SET cursor = excluded.cursor`},
-		{&c.groupDelete, `DELETE FROM share_groups WHERE grp = ?`},
-		{&c.returnedAdd, `INSERT INTO share_returned (grp, offset) VALUES (?, ?) ON CONFLICT DO NOTHING`},
+		{&c.groupGet, `SELECT cursor FROM share_groups WHERE grp = ? AND cursor IS NOT NULL`},
+		{&c.groupSave, `UPDATE share_groups SET cursor = ? WHERE grp = ?`},
+		{&c.groupDelete, `DELETE FROM share_groups WHERE grp = ? AND members <= 0`},
+		{&c.groupJoin, `INSERT INTO share_groups (grp, cursor, members) VALUES (?, ?, 1)
+			ON CONFLICT (grp) DO UPDATE SET members = members + 1, cursor = coalesce(cursor, excluded.cursor)`},
+		{&c.groupLeave, `UPDATE share_groups SET members = members - 1 WHERE grp = ?`},
+		{&c.groupCursorFirst, `UPDATE share_groups SET cursor = coalesce(cursor, ?) WHERE grp = ?`},
+		{&c.groupOrphaned, `DELETE FROM share_groups WHERE members <= 0`},
 		{&c.returnedList, `SELECT offset FROM share_returned WHERE grp = ? ORDER BY offset`},
 		{&c.returnedTake, `DELETE FROM share_returned WHERE grp = ? AND offset = ?`},
 		{&c.returnedDeleteGroup, `DELETE FROM share_returned WHERE grp = ?`},
-		{&c.groupHeldByOthers, `SELECT 1 FROM sessions, json_each(sessions.subscriptions) AS s WHERE sessions.client_id != ? AND json_extract(s.value, '$.share_group') = ? LIMIT 1`},
+		{&c.returnedOrphaned, `DELETE FROM share_returned WHERE grp NOT IN (SELECT grp FROM share_groups)`},
+		{&c.returnedHeld, `INSERT INTO share_returned (grp, offset) SELECT grp, ? FROM share_groups WHERE grp = ? ON CONFLICT DO NOTHING`},
 		{&c.recordSizeAt, `SELECT size FROM records WHERE channel = ? AND offset = ?`},
 		{&c.recordDelete, `DELETE FROM records WHERE channel = ? AND offset = ?`},
 		{&c.recordsMin, `SELECT min(offset) FROM records WHERE channel = ?`},

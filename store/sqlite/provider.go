@@ -323,7 +323,14 @@ func (p *Provider) checkSchema(c *sql.Conn, fresh bool) error {
 		if c.QueryRowContext(ctx, "SELECT value FROM meta WHERE key = 'created_at'").Scan(&v) == nil {
 			at = v
 		}
-		return fmt.Errorf("schema version %d (created by %s at %s); this broker reads version %d", version, by, at, SchemaVersion)
+		err := fmt.Errorf("schema version %d (created by %s at %s); this broker reads version %d", version, by, at, SchemaVersion)
+		if version < SchemaVersion {
+			// notes-0004: no in-place upgrade; the older binary exports.
+			err = fmt.Errorf("%w; it does not upgrade a file in place: with the build that wrote it, stop the broker and run "+
+				"saguin --sqlite-to-snapshots <this file> <dir>, then with this build saguin --snapshots-to-sqlite <dir> <new file> "+
+				"(channels, positions and jobs are carried; sessions are not)", err)
+		}
+		return err
 	}
 	if err := c.QueryRowContext(ctx, "PRAGMA page_size").Scan(&p.pageSize); err != nil {
 		return err

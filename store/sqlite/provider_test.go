@@ -158,6 +158,25 @@ func TestSchemaVersionOfAnotherLayoutIsRefusedByName(t *testing.T) {
 	}
 }
 
+// A file of version 100 (subscriptions in the sessions row) is refused, and
+// the refusal says how its data is carried across: there is no in-place
+// upgrade (notes-0004 "Versioning / no in-place upgrade").
+func TestOlderSchemaVersionIsRefusedNamingTheExportThatCarriesItAcross(t *testing.T) {
+	o := testOptions(t)
+	p := mustOpen(t, o)
+	p.Close()
+	db := rawDB(t, o.FilePath)
+	if _, err := db.Exec("PRAGMA user_version = 100"); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	_, err := Open(o)
+	if err == nil || !strings.Contains(err.Error(), "schema version 100") ||
+		!strings.Contains(err.Error(), "--sqlite-to-snapshots") || !strings.Contains(err.Error(), "--snapshots-to-sqlite") {
+		t.Fatalf("open of a version-100 file: %v", err)
+	}
+}
+
 func TestTablesWithNoSchemaVersionAreRefused(t *testing.T) {
 	o := testOptions(t)
 	db := rawDB(t, o.FilePath)

@@ -5,7 +5,12 @@ package sqlite
 // byte-compatible with any earlier implementation, so it does not reuse
 // their numbers: a file of another layout is refused by name rather than
 // read as something it is not (notes-0004 Appendix D).
-const SchemaVersion = 100
+//
+// 101: subscriptions moved out of the sessions row into
+// session_subscriptions, one row per filter, so a SUBSCRIBE writes one row
+// rather than the session's whole list. A file of version 100 is refused
+// like any other (notes-0004 "Versioning / no in-place upgrade").
+const SchemaVersion = 101
 
 // applicationID marks the file as Sagüin's in the database header
 // (PRAGMA application_id, "SAGU"), so `file` and error messages can say what
@@ -155,9 +160,24 @@ var schema = []string{
 		expiry          INTEGER NOT NULL,
 		disconnected_at INTEGER NOT NULL,
 		receive_maximum INTEGER NOT NULL,
-		subscriptions   TEXT NOT NULL,
 		will            TEXT
-	) STRICT`,
+	) STRICT, WITHOUT ROWID`,
+	// One row per filter a session holds, every option its SUBSCRIBE
+	// carried; filter is the whole "$share/<ShareName>/<filter>" of a shared
+	// one, and that string is its group's key in share_groups.
+	`CREATE TABLE session_subscriptions (
+		client_id           TEXT NOT NULL,
+		filter              TEXT NOT NULL,
+		share_group         TEXT NOT NULL,
+		qos                 INTEGER NOT NULL,
+		no_local            INTEGER NOT NULL,
+		retain_as_published INTEGER NOT NULL,
+		retain_handling     INTEGER NOT NULL,
+		subscription_id     INTEGER NOT NULL,
+		partition           BLOB,
+		log_offset          INTEGER NOT NULL,
+		PRIMARY KEY (client_id, filter)
+	) STRICT, WITHOUT ROWID`,
 	`CREATE TABLE session_inflight (
 		client_id   TEXT NOT NULL,
 		offset      INTEGER NOT NULL,
@@ -167,9 +187,13 @@ var schema = []string{
 		share_group TEXT NOT NULL,
 		PRIMARY KEY (client_id, packet_id, offset)
 	) STRICT, WITHOUT ROWID`,
+	// One row per group a stored session holds: members counts the sessions
+	// holding its filter (the row goes with the last), cursor is NULL until
+	// a member whose session outlives its connection gives it one.
 	`CREATE TABLE share_groups (
-		grp    TEXT PRIMARY KEY,
-		cursor INTEGER NOT NULL
+		grp     TEXT PRIMARY KEY,
+		cursor  INTEGER,
+		members INTEGER NOT NULL
 	) STRICT, WITHOUT ROWID`,
 	`CREATE TABLE share_returned (
 		grp    TEXT NOT NULL,

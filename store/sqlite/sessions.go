@@ -10,11 +10,12 @@ import (
 	"saguin/store"
 )
 
-// sessionStore keeps persistent sessions in the sessions table (the
-// subscriptions and the Will as JSON, readable from the sqlite3 shell),
-// their windows in session_inflight, each session's cursor in the broadcast
-// log as a positions row on $saguin/broadcast, and the shared groups in
-// share_groups and share_returned.
+// sessionStore keeps persistent sessions in the sessions table (the Will as
+// JSON, readable from the sqlite3 shell) and their filters in
+// session_subscriptions, one row each; their windows in session_inflight,
+// each session's cursor in the broadcast log as a positions row on
+// $saguin/broadcast, and the shared groups in share_groups and
+// share_returned, keyed by the group's whole "$share/<ShareName>/<filter>".
 type sessionStore struct {
 	p   *Provider
 	log *broadcastLog
@@ -22,20 +23,35 @@ type sessionStore struct {
 
 var _ store.Sessions = (*sessionStore)(nil)
 
-// storedSubscription and storedWill are the JSON shapes of the sessions
-// row's subscriptions and will columns.
-type storedSubscription struct {
-	Filter            string `json:"filter"`
-	ShareGroup        string `json:"share_group,omitempty"`
-	QoS               uint8  `json:"qos"`
-	NoLocal           bool   `json:"no_local,omitempty"`
-	RetainAsPublished bool   `json:"retain_as_published,omitempty"`
-	RetainHandling    uint8  `json:"retain_handling,omitempty"`
-	SubscriptionID    uint32 `json:"subscription_id,omitempty"`
-	Partition         []byte `json:"partition,omitempty"`
-	LogOffset         uint64 `json:"log_offset"`
+// subCols are session_subscriptions' columns after client_id, in the order
+// subArgs writes and scanSubscription reads them.
+const subCols = `filter, share_group, qos, no_local, retain_as_published, retain_handling, subscription_id, partition, log_offset`
+
+func subArgs(clientID string, x *store.Subscription) []any {
+	var part any
+	if len(x.Partition) > 0 {
+		part = x.Partition
+	}
+	return []any{clientID, x.Filter, x.ShareGroup, int64(x.QoS), boolInt(x.NoLocal), boolInt(x.RetainAsPublished),
+		int64(x.RetainHandling), int64(x.SubscriptionID), part, int64(x.LogOffset)}
 }
 
+func scanSubscription(scan func(...any) error, lead ...any) (store.Subscription, error) {
+	var x store.Subscription
+	var qos, noLocal, rap, rh, id, off int64
+	var part []byte
+	if err := scan(append(lead, &x.Filter, &x.ShareGroup, &qos, &noLocal, &rap, &rh, &id, &part, &off)...); err != nil {
+		return x, err
+	}
+	x.QoS, x.NoLocal, x.RetainAsPublished, x.RetainHandling = uint8(qos), noLocal != 0, rap != 0, uint8(rh)
+	x.SubscriptionID, x.LogOffset = uint32(id), uint64(off)
+	if len(part) > 0 {
+		x.Partition = part
+	}
+	return x, nil
+}
+
+// storedWill is the JSON shape of the sessions row's will column.
 type storedWill struct {
 	Topic    string      `json:"topic"`
 	Payload  []byte      `json:"payload"`
@@ -48,48 +64,40 @@ type storedWill struct {
 	AuthName string      `json:"auth_name,omitempty"`
 }
 
-func encodeSession(s *store.Session) (subs string, will any, err error) {
-	list := make([]storedSubscription, len(s.Subscriptions))
-	for i, x := range s.Subscriptions {
-		list[i] = storedSubscription{x.Filter, x.ShareGroup, x.QoS, x.NoLocal, x.RetainAsPublished, x.RetainHandling, x.SubscriptionID, x.Partition, x.LogOffset}
+func encodeWill(w *store.Will) (any, error) {
+	if w == nil {
+		return nil, nil
 	}
-	b, err := json.Marshal(list)
+	sw := storedWill{Topic: w.Topic, Payload: w.Payload, Props: w.Props, QoS: w.QoS, Retain: w.Retain,
+		DelayNS: int64(w.Delay), DueAt: store.UnixNanos(w.DueAt), AuthName: w.AuthName}
+	for _, h := range w.Headers {
+		sw.Headers = append(sw.Headers, [2]string{h.Key, h.Value})
+	}
+	wb, err := json.Marshal(sw)
 	if err != nil {
-		return "", nil, err
+		return nil, err
 	}
-	if w := s.Will; w != nil {
-		sw := storedWill{Topic: w.Topic, Payload: w.Payload, Props: w.Props, QoS: w.QoS, Retain: w.Retain,
-			DelayNS: int64(w.Delay), DueAt: store.UnixNanos(w.DueAt), AuthName: w.AuthName}
-		for _, h := range w.Headers {
-			sw.Headers = append(sw.Headers, [2]string{h.Key, h.Value})
-		}
-		wb, err := json.Marshal(sw)
-		if err != nil {
-			return "", nil, err
-		}
-		will = string(wb)
-	}
-	return string(b), will, nil
+	return string(wb), nil
 }
 
+// sessionArgs are the sessions row's values after client_id.
+func sessionArgs(s *store.Session) ([]any, error) {
+	will, err := encodeWill(s.Will)
+	if err != nil {
+		return nil, fmt.Errorf("session %q will: %w", s.ClientID, err)
+	}
+	return []any{int64(s.Expiry), store.UnixNanos(s.DisconnectedAt), int64(s.ReceiveMaximum), will}, nil
+}
+
+// scanSession reads a sessions row; its subscriptions are read apart.
 func scanSession(scan func(...any) error) (store.Session, error) {
 	var s store.Session
 	var expiry, gone, rm int64
-	var subs string
 	var will sql.NullString
-	if err := scan(&s.ClientID, &expiry, &gone, &rm, &subs, &will); err != nil {
+	if err := scan(&s.ClientID, &expiry, &gone, &rm, &will); err != nil {
 		return s, err
 	}
 	s.Expiry, s.DisconnectedAt, s.ReceiveMaximum = time.Duration(expiry), store.FromUnixNanos(gone), uint16(rm)
-	var list []storedSubscription
-	if err := json.Unmarshal([]byte(subs), &list); err != nil {
-		return s, fmt.Errorf("session %q subscriptions: %w", s.ClientID, err)
-	}
-	for _, x := range list {
-		s.Subscriptions = append(s.Subscriptions, store.Subscription{Filter: x.Filter, ShareGroup: x.ShareGroup, QoS: x.QoS,
-			NoLocal: x.NoLocal, RetainAsPublished: x.RetainAsPublished, RetainHandling: x.RetainHandling,
-			SubscriptionID: x.SubscriptionID, Partition: x.Partition, LogOffset: x.LogOffset})
-	}
 	if will.Valid {
 		var sw storedWill
 		if err := json.Unmarshal([]byte(will.String), &sw); err != nil {
@@ -103,6 +111,28 @@ func scanSession(scan func(...any) error) (store.Session, error) {
 		s.Will = w
 	}
 	return s, nil
+}
+
+// oneSession reads a session with its subscriptions on c; sql.ErrNoRows
+// when it is not stored.
+func oneSession(c *conn, clientID string) (store.Session, error) {
+	x, err := scanSession(c.sessionGet.QueryRow(clientID).Scan)
+	if err != nil {
+		return x, err
+	}
+	rows, err := c.subList.Query(clientID)
+	if err != nil {
+		return x, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		sub, err := scanSubscription(rows.Scan)
+		if err != nil {
+			return x, err
+		}
+		x.Subscriptions = append(x.Subscriptions, sub)
+	}
+	return x, rows.Err()
 }
 
 // Sessions opens the session store with its broadcast log, checking the pair
@@ -127,6 +157,15 @@ func (p *Provider) Sessions() (store.Sessions, error) {
 		sessions, err := allSessions(t.c)
 		if err != nil {
 			return t.dbFail(err)
+		}
+		// A group no stored session holds is kept by nothing: nothing can
+		// collect what it is owed (RFC 0003 "Sessions": dropped at start if
+		// no member is left).
+		if _, err := t.exec(t.c.groupOrphaned); err != nil {
+			return err
+		}
+		if _, err := t.exec(t.c.returnedOrphaned); err != nil {
+			return err
 		}
 		held := make(map[string]store.Session, len(sessions))
 		for _, s := range sessions {
@@ -182,6 +221,8 @@ func (p *Provider) Sessions() (store.Sessions, error) {
 	return p.sessions, nil
 }
 
+// allSessions reads every session with its subscriptions, in client-id
+// order: the two tables are walked side by side, both in that order.
 func allSessions(c *conn) ([]store.Session, error) {
 	rows, err := c.sessionAll.Query()
 	if err != nil {
@@ -196,7 +237,30 @@ func allSessions(c *conn) ([]store.Session, error) {
 		}
 		out = append(out, s)
 	}
-	return out, rows.Err()
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	subs, err := c.subAll.Query()
+	if err != nil {
+		return nil, err
+	}
+	defer subs.Close()
+	i := 0
+	for subs.Next() {
+		var id string
+		sub, err := scanSubscription(subs.Scan, &id)
+		if err != nil {
+			return nil, err
+		}
+		for i < len(out) && out[i].ClientID < id {
+			i++
+		}
+		if i == len(out) || out[i].ClientID != id {
+			return nil, fmt.Errorf("subscription %q of client %q, which has no session: %w", sub.Filter, id, store.ErrCorrupt)
+		}
+		out[i].Subscriptions = append(out[i].Subscriptions, sub)
+	}
+	return out, subs.Err()
 }
 
 func listInFlight(c *conn, clientID string) ([]store.InFlight, error) {
@@ -236,27 +300,176 @@ func held(t *wtx, clientID string) error {
 	return nil
 }
 
-// Put implements store.Sessions. A client's packet waits on it (CONNACK,
-// SUBACK), so it goes with the answering writes; it may not use the reserve.
+// Put implements store.Sessions: the row and every filter, replacing what
+// was stored, in one transaction. A client's packet waits on it (CONNACK),
+// so it goes with the answering writes; it may not use the reserve.
 func (s *sessionStore) Put(x store.Session) error {
-	subs, will, err := encodeSession(&x)
+	args, err := sessionArgs(&x)
 	if err != nil {
-		return fmt.Errorf("session %q: %w", x.ClientID, err)
+		return err
 	}
 	err = s.p.w.doFor(x.ClientID, classAnswering, false, false, func(t *wtx) error {
-		_, err := t.exec(t.c.sessionPut, x.ClientID, int64(x.Expiry), store.UnixNanos(x.DisconnectedAt), int64(x.ReceiveMaximum), subs, will)
-		return err
+		left, err := sharedFilters(t, x.ClientID)
+		if err != nil {
+			return err
+		}
+		if _, err := t.exec(t.c.sessionPut, append([]any{x.ClientID}, args...)...); err != nil {
+			return err
+		}
+		if _, err := t.exec(t.c.subDeleteAll, x.ClientID); err != nil {
+			return err
+		}
+		// Joined before the old ones are left, so a group both hold keeps
+		// its row.
+		for i := range x.Subscriptions {
+			sub := &x.Subscriptions[i]
+			if _, err := t.exec(t.c.subPut, subArgs(x.ClientID, sub)...); err != nil {
+				return err
+			}
+			if sub.ShareGroup != "" {
+				if _, err := t.exec(t.c.groupJoin, sub.Filter, nil); err != nil {
+					return err
+				}
+			}
+		}
+		return leaveGroups(t, left)
 	})
 	return s.p.mapErr(fmt.Sprintf("storing session %q", x.ClientID), err)
 }
 
-// Get implements store.Sessions, on a read connection: a SUBSCRIBE's read of
-// its session must not queue behind every other client's writes.
+// sharedFilters are the shared groups a stored session holds.
+func sharedFilters(t *wtx, clientID string) ([]string, error) {
+	rows, err := t.c.subShared.Query(clientID)
+	if err != nil {
+		return nil, t.dbFail(err)
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var f string
+		if err := rows.Scan(&f); err != nil {
+			return nil, t.dbFail(err)
+		}
+		out = append(out, f)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, t.dbFail(err)
+	}
+	return out, nil
+}
+
+// leaveGroups counts one holder out of each group; a group left with none
+// goes, with its cursor and returned deliveries.
+func leaveGroups(t *wtx, groups []string) error {
+	for _, g := range groups {
+		if _, err := t.exec(t.c.groupLeave, g); err != nil {
+			return err
+		}
+		res, err := t.exec(t.c.groupDelete, g)
+		if err != nil {
+			return err
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			continue
+		}
+		if _, err := t.exec(t.c.returnedDeleteGroup, g); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Update implements store.Sessions: the row alone, its filters untouched.
+func (s *sessionStore) Update(x store.Session) error {
+	args, err := sessionArgs(&x)
+	if err != nil {
+		return err
+	}
+	err = s.p.w.doFor(x.ClientID, classAnswering, false, false, func(t *wtx) error {
+		res, err := t.exec(t.c.sessionUpdate, append(args, x.ClientID)...)
+		if err != nil {
+			return err
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return notHeld(x.ClientID)
+		}
+		return nil
+	})
+	return s.p.mapErr(fmt.Sprintf("storing session %q", x.ClientID), err)
+}
+
+// Subscribe implements store.Sessions: one row, and a new group's cursor in
+// the same transaction. Its SUBACK waits on it; no reserve.
+func (s *sessionStore) Subscribe(clientID string, sub store.Subscription, groupCursor uint64) error {
+	err := s.p.w.doFor(clientID, classAnswering, false, false, func(t *wtx) error {
+		if err := held(t, clientID); err != nil {
+			return err
+		}
+		var was string
+		err := t.c.subOf.QueryRow(clientID, sub.Filter).Scan(&was)
+		had := err == nil
+		if err != nil && !errors.Is(err, sql.ErrNoRows) {
+			return t.dbFail(err)
+		}
+		if _, err := t.exec(t.c.subPut, subArgs(clientID, &sub)...); err != nil {
+			return err
+		}
+		if sub.ShareGroup == "" {
+			return nil
+		}
+		var cursor any
+		if groupCursor > 0 {
+			cursor = int64(groupCursor)
+		}
+		if !had {
+			_, err = t.exec(t.c.groupJoin, sub.Filter, cursor)
+		} else if cursor != nil {
+			_, err = t.exec(t.c.groupCursorFirst, cursor, sub.Filter)
+		}
+		return err
+	})
+	return s.p.mapErr(fmt.Sprintf("storing session %q's subscription to %q", clientID, sub.Filter), err)
+}
+
+// Unsubscribe implements store.Sessions (relieving: forgetting a filter
+// frees room).
+func (s *sessionStore) Unsubscribe(clientID, filter string) (bool, error) {
+	var removed bool
+	err := s.p.w.doFor(clientID, classAnswering, true, false, func(t *wtx) error {
+		if err := held(t, clientID); err != nil {
+			return err
+		}
+		var group string
+		err := t.c.subOf.QueryRow(clientID, filter).Scan(&group)
+		if errors.Is(err, sql.ErrNoRows) {
+			return nil
+		}
+		if err != nil {
+			return t.dbFail(err)
+		}
+		if _, err := t.exec(t.c.subDelete, clientID, filter); err != nil {
+			return err
+		}
+		removed = true
+		if group != "" {
+			return leaveGroups(t, []string{filter})
+		}
+		return nil
+	})
+	if err != nil {
+		return false, s.p.mapErr(fmt.Sprintf("removing session %q's subscription to %q", clientID, filter), err)
+	}
+	return removed, nil
+}
+
+// Get implements store.Sessions, on a read connection in one read
+// transaction (the row and its filters as of one moment): a CONNECT's read
+// of its session must not queue behind every other client's writes.
 func (s *sessionStore) Get(clientID string) (store.Session, bool, error) {
 	var x store.Session
-	err := s.p.readConn(func(c *conn) error {
+	err := s.p.readTx(func(c *conn) error {
 		var err error
-		x, err = scanSession(c.sessionGet.QueryRow(clientID).Scan)
+		x, err = oneSession(c, clientID)
 		return err
 	})
 	if errors.Is(err, sql.ErrNoRows) {
@@ -298,25 +511,27 @@ func (s *sessionStore) SetDisconnected(clientID string, at time.Time) error {
 	return s.p.mapErr(fmt.Sprintf("recording session %q's disconnect", clientID), err)
 }
 
-// End implements store.Sessions: the session, its window and its cursor go,
-// the deliveries its ending returns are written, and each shared group it was
-// the last holder of goes with its cursor and returned rows - one
-// transaction, which may use the reserve for the returned rows.
+// End implements store.Sessions: the session, its filters, its window and
+// its cursor go, the deliveries its ending returns to groups someone still
+// holds are written, and each shared group it was the last holder of goes
+// with its cursor and returned rows - one transaction, which may use the
+// reserve for the returned rows.
 func (s *sessionStore) End(clientID string, returned []store.Returned) error {
 	ch := s.log.channel
 	err := s.p.w.doFor(clientID, classDeparted, true, false, func(t *wtx) error {
-		x, err := scanSession(t.c.sessionGet.QueryRow(clientID).Scan)
-		if errors.Is(err, sql.ErrNoRows) {
-			return notHeld(clientID)
+		if err := held(t, clientID); err != nil {
+			return err
 		}
+		left, err := sharedFilters(t, clientID)
 		if err != nil {
-			return t.dbFail(err)
+			return err
 		}
 		for _, st := range []struct {
 			stmt *sql.Stmt
 			args []any
 		}{
 			{t.c.sessionDelete, []any{clientID}},
+			{t.c.subDeleteAll, []any{clientID}},
 			{t.c.inflightDeleteAll, []any{clientID}},
 			{t.c.positionDrop, []any{ch.id, store.ReaderMQTT(clientID)}},
 		} {
@@ -324,31 +539,14 @@ func (s *sessionStore) End(clientID string, returned []store.Returned) error {
 				return err
 			}
 		}
+		// Written only for a group that has a row (a group nobody holds
+		// keeps nothing); one this session alone held goes just below.
 		for _, r := range returned {
-			if _, err := t.exec(t.c.returnedAdd, r.Group, int64(r.Offset)); err != nil {
+			if _, err := t.exec(t.c.returnedHeld, int64(r.Offset), r.Group); err != nil {
 				return err
 			}
 		}
-		for _, sub := range x.Subscriptions {
-			if sub.ShareGroup == "" {
-				continue
-			}
-			var one int64
-			err := t.c.groupHeldByOthers.QueryRow(clientID, sub.ShareGroup).Scan(&one)
-			if err == nil {
-				continue
-			}
-			if !errors.Is(err, sql.ErrNoRows) {
-				return t.dbFail(err)
-			}
-			if _, err := t.exec(t.c.groupDelete, sub.ShareGroup); err != nil {
-				return err
-			}
-			if _, err := t.exec(t.c.returnedDeleteGroup, sub.ShareGroup); err != nil {
-				return err
-			}
-		}
-		return nil
+		return leaveGroups(t, left)
 	})
 	return s.p.mapErr(fmt.Sprintf("ending session %q", clientID), err)
 }
@@ -451,8 +649,14 @@ func (s *sessionStore) GroupCursor(group string) (uint64, bool, error) {
 // SaveGroupCursor implements store.Sessions (relieving).
 func (s *sessionStore) SaveGroupCursor(group string, cursor uint64) error {
 	err := s.p.w.do(classConnected, true, false, func(t *wtx) error {
-		_, err := t.exec(t.c.groupSave, group, int64(cursor))
-		return err
+		res, err := t.exec(t.c.groupSave, int64(cursor), group)
+		if err != nil {
+			return err
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return fmt.Errorf("shared group %q: no stored session holds it: %w", group, store.ErrNotFound)
+		}
+		return nil
 	})
 	return s.p.mapErr("storing group "+group+"'s cursor", err)
 }

@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -67,6 +68,11 @@ func Run(t *testing.T, open Opener) {
 	t.Run("RetainedStore", s.retained)
 	t.Run("SessionsWindowCursorAndEnd", s.sessions)
 	t.Run("SessionsSurviveRestart", s.sessionsRestart)
+	t.Run("SubscriptionsAreStoredOneFilterAtATime", s.subscriptions)
+	t.Run("UpdateLeavesTheSubscriptionsAsStored", s.update)
+	t.Run("SharedGroupLeavesNothingBehindItsLastHolder", s.groupGoesWithLastHolder)
+	t.Run("SharedGroupCursorComesWithItsFirstDurableMember", s.groupCursorFirst)
+	t.Run("ReturnedDeliveriesSurviveRestartAndAreTakenOnce", s.returnedRestart)
 	t.Run("BroadcastLogReleasesFromTheMiddle", s.broadcast)
 	t.Run("SameNameReturnsTheSameStore", s.sameStore)
 	t.Run("ZeroTimeIsStoredAsZero", s.zeroTime)
@@ -1121,14 +1127,19 @@ func (s *script) retained(t *testing.T) {
 	}
 }
 
+// group1 is the shared group session() holds, keyed as every group is: by
+// the whole filter its members subscribed.
+const group1 = "$share/g1/x/#"
+
 func session(id string) store.Session {
 	return store.Session{
 		ClientID:       id,
 		Expiry:         time.Hour,
 		ReceiveMaximum: 4,
+		// In filter order: the order every read returns them in.
 		Subscriptions: []store.Subscription{
+			{Filter: group1, ShareGroup: "g1", QoS: 2, RetainAsPublished: true, Partition: []byte{1, 2}},
 			{Filter: "a/+/c", QoS: 1, NoLocal: true, RetainHandling: 2, SubscriptionID: 9, LogOffset: 1},
-			{Filter: "$share/g1/x/#", ShareGroup: "g1", QoS: 2, RetainAsPublished: true, Partition: []byte{1, 2}},
 		},
 		Will: &store.Will{Topic: "w/" + id, Payload: []byte("gone"), Headers: []store.Header{{Key: "k", Value: "v"}, {Key: "k", Value: "w"}},
 			QoS: 1, Retain: true, Delay: 30 * time.Second, DueAt: Epoch.Add(time.Minute), AuthName: "user-" + id},
@@ -1181,28 +1192,30 @@ func (s *script) sessions(t *testing.T) {
 	if c, ok, _ := ss.Cursor("dev1"); !ok || c != 3 {
 		t.Fatalf("cursor %d %v, want 3", c, ok)
 	}
-	ss.SaveGroupCursor("g1", 2)
-	if err := ss.End("dev2", []store.Returned{{Group: "g1", Offset: 4}}); err != nil {
+	if err := ss.SaveGroupCursor(group1, 2); err != nil {
+		t.Fatal(err)
+	}
+	if err := ss.End("dev2", []store.Returned{{Group: group1, Offset: 4}}); err != nil {
 		t.Fatal(err)
 	}
 	if _, ok, _ := ss.Get("dev2"); ok {
 		t.Fatal("ended session still stored")
 	}
-	ret, _ := ss.Returned("g1")
+	ret, _ := ss.Returned(group1)
 	if len(ret) != 1 || ret[0].Offset != 4 {
 		t.Fatalf("returned to g1: %+v", ret)
 	}
-	if took, _ := ss.TakeReturned("g1", 4); !took {
+	if took, _ := ss.TakeReturned(group1, 4); !took {
 		t.Fatal("take returned: not taken")
 	}
-	if took, _ := ss.TakeReturned("g1", 4); took {
+	if took, _ := ss.TakeReturned(group1, 4); took {
 		t.Fatal("take returned twice")
 	}
-	if c, ok, _ := ss.GroupCursor("g1"); !ok || c != 2 {
+	if c, ok, _ := ss.GroupCursor(group1); !ok || c != 2 {
 		t.Fatalf("g1 cursor with dev1 still holding it: %d %v", c, ok)
 	}
 	ss.End("dev1", nil)
-	if _, ok, _ := ss.GroupCursor("g1"); ok {
+	if _, ok, _ := ss.GroupCursor(group1); ok {
 		t.Fatal("group cursor outlived the last session holding its filter")
 	}
 	if all, _ := ss.All(); len(all) != 0 {
@@ -1238,12 +1251,12 @@ func (s *script) sessionsRestart(t *testing.T) {
 	ss.Put(session("dev1"))
 	ss.SetDisconnected("dev1", Epoch.Add(time.Minute))
 	ss.AddInFlight("dev1", []store.InFlight{
-		{Offset: 1, PacketID: 1, QoS: 1},                   // behind the cursor: dropped at load
-		{Offset: 2, PacketID: 2, QoS: 1, ShareGroup: "g1"}, // behind, but a group's: kept
+		{Offset: 1, PacketID: 1, QoS: 1},                     // behind the cursor: dropped at load
+		{Offset: 2, PacketID: 2, QoS: 1, ShareGroup: group1}, // behind, but a group's: kept
 		{Offset: 4, PacketID: 3, QoS: 2, Released: true},
 	})
 	ss.Ack("dev1", nil, 3)
-	ss.SaveGroupCursor("g1", 5)
+	ss.SaveGroupCursor(group1, 5)
 	ss.Log().Hold(store.Held{ClientID: "dev1", PacketID: 9, HeldAt: Epoch, Record: rec(7)})
 	mustClose(t, p)
 	p = s.mustOpen(t, Config{Dir: dir})
@@ -1259,13 +1272,13 @@ func (s *script) sessionsRestart(t *testing.T) {
 		t.Fatalf("session after restart:\n got %+v\nwant %+v", got, want)
 	}
 	inf, _ := ss.InFlight("dev1")
-	if len(inf) != 2 || inf[0].Offset != 2 || inf[0].ShareGroup != "g1" || inf[1].Offset != 4 || !inf[1].Released {
+	if len(inf) != 2 || inf[0].Offset != 2 || inf[0].ShareGroup != group1 || inf[1].Offset != 4 || !inf[1].Released {
 		t.Fatalf("window after restart: %+v", inf)
 	}
 	if c, _, _ := ss.Cursor("dev1"); c != 3 {
 		t.Fatalf("cursor after restart %d", c)
 	}
-	if c, ok, _ := ss.GroupCursor("g1"); !ok || c != 5 {
+	if c, ok, _ := ss.GroupCursor(group1); !ok || c != 5 {
 		t.Fatalf("group cursor after restart %d %v", c, ok)
 	}
 	log := ss.Log()
@@ -1402,5 +1415,223 @@ func (s *script) concurrentAppends(t *testing.T) {
 	}
 	if l.Next() != writers*each+1 {
 		t.Fatalf("next %d", l.Next())
+	}
+}
+
+// sub is a plain subscription to filter, or a shared one when filter begins
+// $share/<group>/.
+func sub(filter string, qos uint8) store.Subscription {
+	x := store.Subscription{Filter: filter, QoS: qos, SubscriptionID: uint32(len(filter)), LogOffset: 3}
+	if rest, ok := strings.CutPrefix(filter, "$share/"); ok {
+		x.ShareGroup, _, _ = strings.Cut(rest, "/")
+	}
+	return x
+}
+
+func filters(s store.Session) string {
+	var out []string
+	for _, x := range s.Subscriptions {
+		out = append(out, fmt.Sprintf("%s@%d", x.Filter, x.QoS))
+	}
+	return strings.Join(out, " ")
+}
+
+func (s *script) subscriptions(t *testing.T) {
+	dir := t.TempDir()
+	p := s.mustOpen(t, Config{Dir: dir})
+	ss, _ := p.Sessions()
+	if err := ss.Subscribe("nobody", sub("a", 1), 0); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("subscribe for a session not stored: %v, want ErrNotFound", err)
+	}
+	if err := ss.Put(store.Session{ClientID: "dev", Expiry: time.Hour, ReceiveMaximum: 10}); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{"c/#", "a/+", "b"} {
+		if err := ss.Subscribe("dev", sub(f, 1), 0); err != nil {
+			t.Fatalf("subscribe %s: %v", f, err)
+		}
+	}
+	// The same filter again replaces it, options and all.
+	if err := ss.Subscribe("dev", sub("b", 2), 0); err != nil {
+		t.Fatal(err)
+	}
+	got, _, _ := ss.Get("dev")
+	if f := filters(got); f != "a/+@1 b@2 c/#@1" {
+		t.Fatalf("filters %q, want a/+@1 b@2 c/#@1", f)
+	}
+	if !reflect.DeepEqual(got.Subscriptions[0], store.Subscription{Filter: "a/+", QoS: 1, SubscriptionID: 3, LogOffset: 3}) {
+		t.Fatalf("a stored filter lost an option: %+v", got.Subscriptions[0])
+	}
+	if gone, err := ss.Unsubscribe("dev", "a/+"); !gone || err != nil {
+		t.Fatalf("unsubscribe a/+: %v %v", gone, err)
+	}
+	if gone, err := ss.Unsubscribe("dev", "a/+"); gone || err != nil {
+		t.Fatalf("unsubscribe a/+ again: %v %v, want false", gone, err)
+	}
+	mustClose(t, p)
+	p = s.mustOpen(t, Config{Dir: dir})
+	defer mustClose(t, p)
+	ss, _ = p.Sessions()
+	all, _ := ss.All()
+	if len(all) != 1 || filters(all[0]) != "b@2 c/#@1" {
+		t.Fatalf("after restart %+v", all)
+	}
+	// Put replaces the whole list.
+	ss.Put(store.Session{ClientID: "dev", Expiry: time.Hour, Subscriptions: []store.Subscription{sub("z", 0)}})
+	if got, _, _ := ss.Get("dev"); filters(got) != "z@0" {
+		t.Fatalf("after put %q, want z@0", filters(got))
+	}
+}
+
+func (s *script) update(t *testing.T) {
+	p := s.mustOpen(t, Config{Dir: t.TempDir()})
+	defer mustClose(t, p)
+	ss, _ := p.Sessions()
+	if err := ss.Update(session("nobody")); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("update of a session not stored: %v, want ErrNotFound", err)
+	}
+	ss.Put(session("dev"))
+	x := session("dev")
+	x.Subscriptions = nil
+	x.Will, x.Expiry, x.DisconnectedAt, x.ReceiveMaximum = nil, time.Minute, Epoch, 7
+	if err := ss.Update(x); err != nil {
+		t.Fatal(err)
+	}
+	got, _, _ := ss.Get("dev")
+	want := session("dev")
+	want.Will, want.Expiry, want.DisconnectedAt, want.ReceiveMaximum = nil, time.Minute, Epoch, 7
+	if !reflect.DeepEqual(normSession(got), normSession(want)) {
+		t.Fatalf("after update:\n got %+v\nwant %+v", got, want)
+	}
+}
+
+func (s *script) groupGoesWithLastHolder(t *testing.T) {
+	p := s.mustOpen(t, Config{Dir: t.TempDir()})
+	defer mustClose(t, p)
+	ss, _ := p.Sessions()
+	const g = "$share/g/t/#"
+	for _, id := range []string{"a", "b", "c"} {
+		ss.Put(store.Session{ClientID: id, Expiry: time.Hour})
+		if err := ss.Subscribe(id, sub(g, 1), 5); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Ended: a's returned delivery is kept for the members left.
+	if err := ss.End("a", []store.Returned{{Group: g, Offset: 7}}); err != nil {
+		t.Fatal(err)
+	}
+	if ret, _ := ss.Returned(g); len(ret) != 1 {
+		t.Fatalf("returned with members left: %+v", ret)
+	}
+	// Returned rows give no cursor to a group that has none.
+	const h = "$share/h/t"
+	for _, id := range []string{"b", "c"} {
+		ss.Subscribe(id, sub(h, 1), 0)
+	}
+	ss.End("b", []store.Returned{{Group: h, Offset: 3}})
+	if _, ok, _ := ss.GroupCursor(h); ok {
+		t.Fatal("a returned delivery gave a group with no cursor one")
+	}
+	if ret, _ := ss.Returned(h); len(ret) != 1 {
+		t.Fatalf("returned to a group with no cursor: %+v", ret)
+	}
+	ss.Put(store.Session{ClientID: "b", Expiry: time.Hour})
+	ss.Subscribe("b", sub(g, 1), 5)
+	// Unsubscribed: b leaves, c still holds it.
+	ss.Unsubscribe("b", g)
+	if _, ok, _ := ss.GroupCursor(g); !ok {
+		t.Fatal("group went while c still holds it")
+	}
+	// Replaced by a record without it: the last holder goes.
+	ss.Put(store.Session{ClientID: "c", Expiry: time.Hour})
+	if _, ok, _ := ss.GroupCursor(g); ok {
+		t.Fatal("group cursor outlived its last holder")
+	}
+	if ret, _ := ss.Returned(g); len(ret) != 0 {
+		t.Fatalf("returned deliveries outlived their group: %+v", ret)
+	}
+	if err := ss.SaveGroupCursor(g, 9); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("cursor of a group nobody holds: %v, want ErrNotFound", err)
+	}
+	// A returned delivery for a group nobody holds is not kept.
+	ss.Put(store.Session{ClientID: "d", Expiry: time.Hour})
+	ss.End("d", []store.Returned{{Group: g, Offset: 8}})
+	if ret, _ := ss.Returned(g); len(ret) != 0 {
+		t.Fatalf("returned to a group nobody holds: %+v", ret)
+	}
+	// Unsubscribing the last holder drops it too.
+	ss.Subscribe("c", sub(g, 1), 5)
+	ss.Unsubscribe("c", g)
+	if _, ok, _ := ss.GroupCursor(g); ok {
+		t.Fatal("group cursor outlived the unsubscribe of its last holder")
+	}
+}
+
+func (s *script) groupCursorFirst(t *testing.T) {
+	p := s.mustOpen(t, Config{Dir: t.TempDir()})
+	defer mustClose(t, p)
+	ss, _ := p.Sessions()
+	const g = "$share/g/t"
+	ss.Put(store.Session{ClientID: "clean"})
+	ss.Put(store.Session{ClientID: "kept", Expiry: time.Hour})
+	ss.Put(store.Session{ClientID: "later", Expiry: time.Hour})
+	ss.Subscribe("clean", sub(g, 1), 0)
+	if _, ok, _ := ss.GroupCursor(g); ok {
+		t.Fatal("a member that ends with its connection gave the group a cursor")
+	}
+	ss.Subscribe("kept", sub(g, 1), 4)
+	ss.Subscribe("later", sub(g, 1), 9)
+	if c, ok, _ := ss.GroupCursor(g); !ok || c != 4 {
+		t.Fatalf("cursor %d %v, want the first durable member's 4", c, ok)
+	}
+	// A member subscribing to the group again (its options changed) keeps
+	// the group and its cursor.
+	ss.Unsubscribe("clean", g)
+	ss.Unsubscribe("later", g)
+	if err := ss.Subscribe("kept", sub(g, 2), 0); err != nil {
+		t.Fatal(err)
+	}
+	if c, ok, _ := ss.GroupCursor(g); !ok || c != 4 {
+		t.Fatalf("cursor after its only holder resubscribed: %d %v, want 4", c, ok)
+	}
+	ss.Subscribe("later", sub(g, 1), 9)
+	// A resubscribe of a member that had none gives it one (SaveGroupCursor
+	// moves it afterwards).
+	if err := ss.SaveGroupCursor(g, 6); err != nil {
+		t.Fatal(err)
+	}
+	if c, _, _ := ss.GroupCursor(g); c != 6 {
+		t.Fatalf("saved cursor %d, want 6", c)
+	}
+}
+
+func (s *script) returnedRestart(t *testing.T) {
+	dir := t.TempDir()
+	p := s.mustOpen(t, Config{Dir: dir})
+	ss, _ := p.Sessions()
+	const g = "$share/g/t"
+	for i := 1; i <= 3; i++ {
+		ss.Log().Append(store.BroadcastEntry{Record: rec(i)})
+	}
+	for _, id := range []string{"a", "b"} {
+		ss.Put(store.Session{ClientID: id, Expiry: time.Hour})
+		ss.Subscribe(id, sub(g, 1), 1)
+	}
+	if err := ss.End("a", []store.Returned{{Group: g, Offset: 2}, {Group: g, Offset: 1}}); err != nil {
+		t.Fatal(err)
+	}
+	mustClose(t, p)
+	p = s.mustOpen(t, Config{Dir: dir})
+	defer mustClose(t, p)
+	ss, _ = p.Sessions()
+	ret, _ := ss.Returned(g)
+	if len(ret) != 2 || ret[0].Offset != 1 || ret[1].Offset != 2 {
+		t.Fatalf("returned after restart %+v, want offsets 1 2", ret)
+	}
+	if took, _ := ss.TakeReturned(g, 1); !took {
+		t.Fatal("not taken")
+	}
+	if took, _ := ss.TakeReturned(g, 1); took {
+		t.Fatal("taken twice")
 	}
 }

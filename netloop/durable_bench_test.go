@@ -1,0 +1,149 @@
+package netloop_test
+
+import (
+	"bufio"
+	"fmt"
+	"log/slog"
+	"net"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"saguin/broker"
+	"saguin/codec"
+	"saguin/netloop"
+	"saguin/store"
+	"saguin/store/sqlite"
+)
+
+// BenchmarkDurableQoS1RoundTripSQLite is N publishers each publishing QoS 1
+// and waiting for the PUBACK before the next, to a topic a persistent
+// session (Clean Start 0, Session Expiry 1 h) holds at QoS 1 and
+// acknowledges: every publish is appended to the broadcast log of a sqlite
+// provider before it is answered. store=loop writes on the event loop that
+// read the PUBLISH (the tree before the asynchronous answer path);
+// store=off-loop is the broker as cmd/saguin wires it on sqlite, where the
+// publishes waiting together share a group commit. An op is one publish
+// answered; records/commit is what the sqlite writer's group commits held.
+func BenchmarkDurableQoS1RoundTripSQLite(b *testing.B) {
+	for _, offLoop := range []bool{false, true} {
+		for _, pubs := range []int{1, 8, 32} {
+			where := "loop"
+			if offLoop {
+				where = "off-loop"
+			}
+			b.Run(fmt.Sprintf("store=%s/publishers=%d", where, pubs), func(b *testing.B) {
+				benchDurableRoundTrip(b, offLoop, pubs)
+			})
+		}
+	}
+}
+
+func benchDurableRoundTrip(b *testing.B, offLoop bool, pubs int) {
+	quiet := slog.New(slog.DiscardHandler)
+	p, err := sqlite.Open(store.SQLiteOptions{Name: "bench", FilePath: filepath.Join(b.TempDir(), "bench.db"), Logger: quiet})
+	if err != nil {
+		b.Fatal(err)
+	}
+	sessions, err := p.Sessions()
+	if err != nil {
+		b.Fatal(err)
+	}
+	retained, err := p.Retained(0)
+	if err != nil {
+		b.Fatal(err)
+	}
+	br := broker.New(broker.Options{Sessions: sessions, Retained: retained, Logger: quiet,
+		SessionsWaitOnDisk: offLoop, RetainedWaitOnDisk: offLoop})
+	s, err := netloop.New(netloop.Options{Handler: br, Logger: quiet, EventLoops: *loopsFlag, SessionQueueBytes: 64 << 20,
+		Doors: []netloop.Door{{Name: "tcp", Kind: netloop.KindTCP, Address: "127.0.0.1:0"}}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := s.Start(); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() {
+		s.Shutdown(b.Context())
+		br.Close()
+		p.Close()
+	})
+	addr := s.Addr("tcp").String()
+
+	sub := benchConnectWith(b, addr, &codec.Connect{Version: codec.Version5, ClientID: []byte("durable-sub"),
+		Properties: codec.Properties{SessionExpiry: 3600, Present: 1 << codec.PropSessionExpiry}})
+	sub.subscribe(b, "durable/#", 1)
+	go func() {
+		var buf []byte
+		for {
+			t, body, err := sub.readPacket(buf)
+			buf = body
+			if err != nil {
+				return
+			}
+			if t == codec.TypePublish && len(body) >= 2 {
+				tl := int(body[0])<<8 | int(body[1])
+				id := body[2+tl : 4+tl]
+				sub.nc.Write([]byte{0x40, 2, id[0], id[1]})
+			}
+		}
+	}()
+	publishers := make([]*benchConn, pubs)
+	for i := range publishers {
+		publishers[i] = benchConnect(b, addr, fmt.Sprintf("durable-pub-%d", i))
+	}
+	payload := make([]byte, 64)
+	commits := p.Commits()
+	commits0, records0 := commits.Commit.Load(), commits.CommittedRecords.Load()
+	b.ResetTimer()
+	start := time.Now()
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for _, pc := range publishers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			pkt := &codec.Publish{QoS: 1, Topic: []byte("durable/x"), Payload: payload}
+			var out, buf []byte
+			for id := uint16(1); next.Add(1) <= int64(b.N); id++ {
+				if id == 0 {
+					id = 1
+				}
+				pkt.PacketID = id
+				out = pkt.Append(out[:0], codec.Version5)
+				pc.nc.Write(out)
+				var t codec.Type
+				var err error
+				if t, buf, err = pc.readPacket(buf); err != nil || t != codec.TypePuback {
+					b.Errorf("want PUBACK: %v %v", t, err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "msgs/s")
+	if n := commits.Commit.Load() - commits0; n > 0 {
+		b.ReportMetric(float64(commits.CommittedRecords.Load()-records0)/float64(n), "records/commit")
+	}
+}
+
+// benchConnectWith is benchConnect sending the CONNECT p.
+func benchConnectWith(b *testing.B, addr string, p *codec.Connect) *benchConn {
+	b.Helper()
+	nc, err := net.Dial("tcp", addr)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { nc.Close() })
+	c := &benchConn{nc: nc, r: bufio.NewReaderSize(nc, 64<<10)}
+	if _, err := c.nc.Write(p.Append(nil, p.Version)); err != nil {
+		b.Fatal(err)
+	}
+	if t, _, err := c.readPacket(nil); err != nil || t != codec.TypeConnack {
+		b.Fatalf("CONNACK: %v %v", t, err)
+	}
+	return c
+}
