@@ -241,7 +241,7 @@ func (b *Broker) handToMember(g *shareGroup, p *codec.Publish, m **netloop.Messa
 			d.SubscriptionIDs = []uint32{sub.id}
 		}
 		if *m == nil {
-			*m = netloop.NewMessage(p)
+			*m = netloop.AcquireMessage(p) // routeLogged's, released there
 		}
 		if t, ok := ref.c.(netloop.Taker); ok && !t.CanTake(*m, d) {
 			continue // passed over, not disconnected

@@ -253,6 +253,7 @@ func (c *Conn) settle(id uint16, f inflight) {
 	delete(c.inflight, id)
 	c.onWire.Store(int32(len(c.inflight)))
 	c.inflightBytes -= f.size
+	f.msg.Release()
 	c.reportAcked(f)
 }
 
