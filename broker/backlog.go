@@ -408,7 +408,12 @@ func (l *backlog) owedBy(e *store.BroadcastEntry, size int64, set *awaySet, m *n
 			if s.ended {
 				l.unown(e.Offset)
 			} else {
-				l.owe(s, e.Offset, size)
+				was := len(s.owed.entries)
+				if l.owe(s, e.Offset, size) >= 0 && was == 0 {
+					// A member whose window opened between the match and
+					// now found nothing to drain: it is looked at again.
+					l.b.queueDrain(s.group)
+				}
 			}
 			l.b.shares.mu.Unlock()
 			continue
@@ -670,6 +675,8 @@ func (s *session) deliveryFor(r *store.Record) (d netloop.Delivery, ok bool) {
 // Acked is the client's acknowledgement of a delivery from the log: the
 // session no longer owes it, and its cursor is taken for writing at the next
 // commit (broker.session.ack_commit_interval), off the connection's loop.
+// Offset 0 is a shared group's delivery from memory. Either way the window
+// place it gives back may let a group the client is a member of drain.
 func (b *Broker) Acked(c netloop.Client, offset uint64) {
 	sh := b.shard(c.ClientID())
 	sh.mu.Lock()
@@ -688,9 +695,12 @@ func (b *Broker) Acked(c netloop.Client, offset uint64) {
 		}
 		return
 	}
-	if i := s.owed.find(offset); i >= 0 {
+	if i := s.owed.find(offset); i >= 0 { // never for 0: offsets start at 1
 		b.bcast.drop(s, i)
 		b.bcast.pump(s, c) // the room it made is used at once
+	}
+	if len(s.groups) > 0 {
+		b.memberMayTake(s) // its groups' backlogs drain into the room
 	}
 }
 

@@ -178,6 +178,10 @@ type session struct {
 	// group is set on the stand-in session a shared group keeps in the index
 	// (share.go); nil on every client's session.
 	group *shareGroup
+	// groups are the shared groups s is a member of: an acknowledgement
+	// from a member may let their backlogs drain (sharedrain.go). Guarded by
+	// the shard lock and the shares lock together; either one reads.
+	groups []*shareGroup
 }
 
 // clientRef boxes the interface so it can sit in an atomic.Pointer.
@@ -235,8 +239,10 @@ func New(opts Options) *Broker {
 	for i := range b.shards {
 		b.shards[i].sessions = make(map[string]*session)
 	}
-	b.wg.Add(1)
+	b.shares.wake = make(chan struct{}, 1)
+	b.wg.Add(2)
 	go b.commitLoop()
+	go b.shareDrainLoop()
 	return b
 }
 
@@ -328,7 +334,9 @@ func (b *Broker) Connect(c netloop.Client, req *netloop.ConnectRequest) (bool, c
 		}
 		s.will = nil // a waiting Will is cancelled by the resume
 	} else {
-		s = &session{id: req.ClientID, filters: make(map[string]subscription)}
+		// No filter map until the first SUBSCRIBE: a connected client that
+		// never subscribes (most publishers) keeps 48 bytes less.
+		s = &session{id: req.ClientID}
 	}
 	prevExpiry, prevAway, prevReceiveMax := s.expiry, s.awaySince, s.receiveMax
 	s.expiry = time.Duration(req.SessionExpiry) * time.Second
@@ -362,6 +370,7 @@ func (b *Broker) Connect(c netloop.Client, req *netloop.ConnectRequest) (bool, c
 		b.drainShares(s, c)
 		b.bcast.pump(s, c)
 	}
+	releaseCarry(s.carry)
 	clear(s.carry)
 	s.carry = s.carry[:0]
 	s.takenFrom = nil
@@ -525,6 +534,7 @@ func (b *Broker) endSession(sh *shard, s *session, why string, later bool) {
 	back := b.takeShared(s)
 	b.returnToGroups(s, s.carry)
 	b.dropFilters(s)
+	releaseCarry(s.carry)
 	s.carry = nil
 	for pid := range s.holds {
 		b.dropHold(s, pid)
@@ -637,6 +647,8 @@ func (b *Broker) route(publisher string, p *codec.Publish) (codec.ReasonCode, st
 // is owed it; otherwise it is already in the log at offset (a released
 // exactly-once publish) and the sessions away are made to owe it there.
 func (b *Broker) routeLogged(publisher string, p *codec.Publish, offset uint64, size int64) {
+	// Built at the first delivery, from the pool: what keeps it takes a
+	// reference, and routing it allocates nothing (netloop.Message).
 	var m *netloop.Message
 	away := b.bcast.scratch()
 	ms := matchPool.Get().(*matches)
@@ -670,7 +682,7 @@ func (b *Broker) routeLogged(publisher string, p *codec.Publish, offset uint64, 
 			continue
 		}
 		if m == nil {
-			m = netloop.NewMessage(p)
+			m = netloop.AcquireMessage(p)
 		}
 		ref.c.Deliver(m, netloop.Delivery{QoS: qos, Retain: p.Retain && x.rap, SubscriptionIDs: x.ids})
 	}
@@ -681,6 +693,8 @@ func (b *Broker) routeLogged(publisher string, p *codec.Publish, offset uint64, 
 		b.bcast.keep(publisher, p, away, m)
 	}
 	b.bcast.release(away)
+	// Every delivery holds its own reference to m now: the route lets go.
+	m.Release()
 }
 
 // checkTopic applies RFC 0002 "Publishing" to a topic name: 0x90 over
@@ -793,6 +807,9 @@ func (b *Broker) Subscribe(c netloop.Client, f []byte, o netloop.SubscribeOption
 		return codec.UnspecifiedError, "the session was taken over"
 	}
 	_, existed = s.filters[filter]
+	if s.filters == nil {
+		s.filters = make(map[string]subscription)
+	}
 	s.filters[filter] = sub
 	if !existed {
 		s.quotaSaid = false
@@ -885,7 +902,9 @@ func (b *Broker) Sessions() int {
 func (b *Broker) Stop() { b.stopping.Store(true) }
 
 // Close stores every acknowledgement still waiting and stops the broker's
-// timers and writer. The stores are the caller's to close after it.
+// timers, writer and shared groups' drainer, waiting for each: nothing of
+// theirs runs against the stores once it returns. The stores are the
+// caller's to close after it.
 func (b *Broker) Close() {
 	b.closed.Do(func() {
 		close(b.done)

@@ -70,12 +70,6 @@ func (b *Broker) sharedQoS(s *session, e owedEntry) uint8 {
 // Sessions.End to write - else dropped, counted. After s left its groups.
 func (b *Broker) giveBack(s *session, back []givenBack) []store.Returned {
 	var returned []store.Returned
-	var drain []*shareGroup
-	defer func() {
-		for _, g := range drain {
-			go b.drainToConnected(g)
-		}
-	}()
 	now := b.now()
 	for _, x := range back {
 		got, err := b.bcast.log.ReadFrom(x.offset, 1, nil)
@@ -101,7 +95,9 @@ func (b *Broker) giveBack(s *session, back []givenBack) []store.Returned {
 			if j := b.bcast.owe(g.standIn, x.offset, x.size); j >= 0 {
 				g.standIn.owed.entries[j].returned = true
 				returned = append(returned, store.Returned{Group: x.group, Offset: x.offset})
-				drain = append(drain, g)
+				// A member that is connected but was full takes it once it can,
+				// on the drainer rather than under this session's lock.
+				b.queueDrain(g)
 			}
 		default:
 			b.shareDropped()
@@ -126,29 +122,5 @@ func (b *Broker) unreturn(returned []store.Returned) {
 		if j := g.standIn.owed.find(r.Offset); j >= 0 {
 			b.bcast.drop(g.standIn, j)
 		}
-	}
-}
-
-// drainToConnected hands g's backlog to a connected member, as a resume
-// would: a delivery given back while every connected member was full would
-// otherwise wait for one to resume. Run on its own goroutine, after the
-// ending session's shard lock is released: it takes the member's.
-func (b *Broker) drainToConnected(g *shareGroup) {
-	b.shares.mu.Lock()
-	var members []*session
-	if !g.standIn.ended {
-		members = append(members, g.members...)
-	}
-	b.shares.mu.Unlock()
-	for _, m := range members {
-		sh := b.shard(m.id)
-		sh.mu.Lock()
-		if ref := m.client.Load(); ref != nil && !m.ended {
-			b.drainShares(m, ref.c)
-			b.bcast.pump(m, ref.c)
-			sh.mu.Unlock()
-			return
-		}
-		sh.mu.Unlock()
 	}
 }

@@ -15,64 +15,64 @@ import (
 	"saguin/store/sqlite"
 )
 
-// gatedSessions is a sqlite session store whose first write of the kind
+// slowSessions is a sqlite session store whose first write of the kind
 // armed names (Update, AddInFlight, Hold) waits for open: a write caught
 // mid-commit, as a slow disk would hold it.
-type gatedSessions struct {
+type slowSessions struct {
 	store.Sessions
-	armed   atomic.Value // string: the write to hold, "" for none
+	armed   atomic.Value  // string: the write to hold, "" for none
 	entered chan struct{} // the gated write has begun
 	open    chan struct{} // closing it lets the write through
 	once    sync.Once
 }
 
 // gate holds the write if it is the one armed.
-func (g *gatedSessions) gate(write string) {
+func (g *slowSessions) gate(write string) {
 	if g.armed.CompareAndSwap(write, "") {
 		close(g.entered)
 		<-g.open
 	}
 }
 
-func (g *gatedSessions) Update(x store.Session) error {
+func (g *slowSessions) Update(x store.Session) error {
 	g.gate("Update")
 	return g.Sessions.Update(x)
 }
 
-func (g *gatedSessions) AddInFlight(id string, w []store.InFlight) error {
+func (g *slowSessions) AddInFlight(id string, w []store.InFlight) error {
 	g.gate("AddInFlight")
 	return g.Sessions.AddInFlight(id, w)
 }
 
-func (g *gatedSessions) Subscribe(id string, sub store.Subscription, groupCursor uint64) error {
+func (g *slowSessions) Subscribe(id string, sub store.Subscription, groupCursor uint64) error {
 	g.gate("Subscribe")
 	return g.Sessions.Subscribe(id, sub, groupCursor)
 }
 
-func (g *gatedSessions) Unsubscribe(id, filter string) (bool, error) {
+func (g *slowSessions) Unsubscribe(id, filter string) (bool, error) {
 	g.gate("Unsubscribe")
 	return g.Sessions.Unsubscribe(id, filter)
 }
 
-func (g *gatedSessions) Log() store.BroadcastLog { return gatedLog{g.Sessions.Log(), g} }
+func (g *slowSessions) Log() store.BroadcastLog { return slowLog{g.Sessions.Log(), g} }
 
-// gatedLog is the broadcast log of a gatedSessions.
-type gatedLog struct {
+// slowLog is the broadcast log of a slowSessions.
+type slowLog struct {
 	store.BroadcastLog
-	g *gatedSessions
+	g *slowSessions
 }
 
-func (l gatedLog) Hold(h store.Held) error {
+func (l slowLog) Hold(h store.Held) error {
 	l.g.gate("Hold")
 	return l.BroadcastLog.Hold(h)
 }
 
 // release lets the gated write through, once.
-func (g *gatedSessions) release() { g.once.Do(func() { close(g.open) }) }
+func (g *slowSessions) release() { g.once.Do(func() { close(g.open) }) }
 
 // sqliteBroker starts a broker as cmd/saguin wires it on a sqlite provider
 // in t.TempDir(): writes no client waits on leave the caller.
-func sqliteBroker(t *testing.T, o Options) (*Broker, *gatedSessions) {
+func sqliteBroker(t *testing.T, o Options) (*Broker, *slowSessions) {
 	t.Helper()
 	p, err := sqlite.Open(store.SQLiteOptions{Name: "test", FilePath: filepath.Join(t.TempDir(), "test.db"), ReadConnections: 1,
 		Logger: slog.New(slog.DiscardHandler)})
@@ -87,7 +87,7 @@ func sqliteBroker(t *testing.T, o Options) (*Broker, *gatedSessions) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	g := &gatedSessions{Sessions: ss, entered: make(chan struct{}), open: make(chan struct{})}
+	g := &slowSessions{Sessions: ss, entered: make(chan struct{}), open: make(chan struct{})}
 	g.armed.Store("")
 	o.Sessions, o.Retained, o.SessionsWaitOnDisk, o.RetainedWaitOnDisk = g, r, true, true
 	o.Logger = slog.New(slog.DiscardHandler)
@@ -115,7 +115,7 @@ func within(t *testing.T, what string, done <-chan struct{}) {
 
 // disconnectGated ends c's connection with its record write held at the
 // gate, and fails t unless Disconnected returned meanwhile.
-func disconnectGated(t *testing.T, b *Broker, g *gatedSessions, c netloop.Client, expiry uint32, graceful bool) {
+func disconnectGated(t *testing.T, b *Broker, g *slowSessions, c netloop.Client, expiry uint32, graceful bool) {
 	t.Helper()
 	g.armed.Store("Update")
 	returned := make(chan struct{})

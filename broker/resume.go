@@ -25,7 +25,11 @@ func (b *Broker) Unfinished(c netloop.Client, u []netloop.Unfinished) {
 		b.returnToGroups(s, u)
 	case ref != nil && ref.c == c:
 		// Still its own: kept for whichever connection resumes it.
+		releaseCarry(s.carry)
 		s.carry = append(s.carry[:0], u...)
+		for _, x := range u {
+			x.Msg.Retain() // the connection lets go of them as it ends
+		}
 	case ref != nil && s.takenFrom == c:
 		// Taken over while these were out: the resuming connection has them.
 		b.sendCarried(s, ref.c, u)
@@ -50,5 +54,13 @@ func (b *Broker) sendCarried(s *session, c netloop.Client, u []netloop.Unfinishe
 			o.markSent(i)
 		}
 		c.Deliver(x.Msg, x.Delivery)
+	}
+}
+
+// releaseCarry gives back the references a session's carried deliveries hold;
+// the caller forgets them.
+func releaseCarry(u []netloop.Unfinished) {
+	for _, x := range u {
+		x.Msg.Release()
 	}
 }

@@ -19,6 +19,10 @@ import (
 type shares struct {
 	mu     sync.Mutex
 	groups map[string]*shareGroup // by the full "$share/<name>/<filter>"
+	// pending are the groups whose backlog a member may now be able to
+	// take, for the drainer (sharedrain.go); wake tells it there are some.
+	pending []*shareGroup
+	wake    chan struct{}
 }
 
 // shareGroup is one group: its members in client-id order and whose turn is
@@ -35,6 +39,8 @@ type shareGroup struct {
 	// saved is the group cursor last stored: the lowest offset of its
 	// backlog, or the log's next when it holds none.
 	saved uint64
+	// queued: the group is in shares.pending.
+	queued bool
 }
 
 // durable reports whether a member's session outlives its connection: only
@@ -100,6 +106,7 @@ func (b *Broker) joinShare(key, inner string, s *session, sub subscription) *sha
 		g.members = append(g.members, nil)
 		copy(g.members[i+1:], g.members[i:])
 		g.members[i] = s
+		s.groups = append(s.groups, g)
 	}
 	g.subs[s] = sub
 	return g
@@ -175,6 +182,12 @@ func (b *Broker) leaveShare(key string, s *session) {
 			break
 		}
 	}
+	for i, x := range s.groups {
+		if x == g {
+			s.groups = append(s.groups[:i], s.groups[i+1:]...)
+			break
+		}
+	}
 	if len(g.members) == 0 {
 		b.counters.SharesDroppedNoMemberLeft.Add(uint64(len(g.standIn.owed.entries)))
 		delete(b.shares.groups, key)
@@ -228,7 +241,7 @@ func (b *Broker) handToMember(g *shareGroup, p *codec.Publish, m **netloop.Messa
 			d.SubscriptionIDs = []uint32{sub.id}
 		}
 		if *m == nil {
-			*m = netloop.NewMessage(p)
+			*m = netloop.AcquireMessage(p) // routeLogged's, released there
 		}
 		if t, ok := ref.c.(netloop.Taker); ok && !t.CanTake(*m, d) {
 			continue // passed over, not disconnected

@@ -2,6 +2,8 @@ package netloop
 
 import (
 	"bytes"
+	"context"
+	"log/slog"
 	"math"
 	"sort"
 	"strconv"
@@ -196,6 +198,9 @@ func (c *Conn) wake() {
 // tick runs the connection's timers; it is called by the server's ticker.
 func (c *Conn) tick(now int64) {
 	o := &c.srv.opts
+	if c.out.grown.Load() {
+		c.out.trimIdle()
+	}
 	switch c.state.Load() {
 	case stateAwaitConnect:
 		if now-c.arrivedAt >= int64(o.ConnectTimeout) {
@@ -416,6 +421,10 @@ func (c *Conn) tellEnd() {
 		c.handBackUnfinished()
 	}
 	c.out.close()
+	for _, f := range c.inflight {
+		f.msg.Release() // the handler took its own reference to what it keeps
+	}
+	clear(c.inflight)
 	if c.attached {
 		c.attached = false
 		c.srv.opts.Handler.Disconnected(c, c.sessionExpiry, c.endGraceful)
@@ -514,8 +523,8 @@ func (c *Conn) flushThrough(through uint64) {
 			written = e.seq
 			c.encode(sc, e, version)
 		}
+		c.out.popThrough(written, batch)
 		clear(batch) // the pool must not keep messages alive
-		c.out.popThrough(written)
 		if blocked {
 			break
 		}
@@ -547,6 +556,7 @@ func (c *Conn) encode(sc *scratch, e outEntry, version byte) {
 		id := c.takePacketID(e.pid)
 		size := e.msg.Size()
 		c.inflight[id] = inflight{size: size, qos: 2, released: true, offset: e.offset, msg: e.msg, retain: e.retain, subIDs: e.subIDs, share: e.share, seq: e.seq}
+		e.msg.Retain() // the window's reference, given back at settle or end
 		c.onWire.Store(int32(len(c.inflight)))
 		c.inflightBytes += size
 		c.appendAck(sc, codec.TypePubrel, id, codec.Success)
@@ -581,6 +591,7 @@ func (c *Conn) encode(sc *scratch, e outEntry, version byte) {
 			p.PacketID = c.takePacketID(e.pid)
 			size := e.msg.Size()
 			c.inflight[p.PacketID] = inflight{size: size, qos: e.qos, offset: e.offset, msg: e.msg, retain: e.retain, subIDs: e.subIDs, share: e.share, seq: e.seq}
+			e.msg.Retain() // the window's reference, given back at settle or end
 			c.onWire.Store(int32(len(c.inflight)))
 			c.inflightBytes += size
 		}
@@ -627,7 +638,8 @@ func (c *Conn) handBackUnfinished() {
 	sort.Slice(u, func(i, j int) bool {
 		return c.inflight[u[i].Delivery.PacketID].seq < c.inflight[u[j].Delivery.PacketID].seq
 	})
-	for _, e := range c.out.snapshot(make([]outEntry, 0, c.out.len())) {
+	queued := c.out.held() // another goroutine's push may shed them meanwhile
+	for _, e := range queued {
 		if e.qos > 0 {
 			u = append(u, Unfinished{Msg: e.msg, Delivery: Delivery{QoS: e.qos, Retain: e.retain, SubscriptionIDs: e.subIDs,
 				Offset: e.offset, PacketID: e.pid, Released: e.rel, Dup: e.dup, Share: e.share}})
@@ -635,6 +647,9 @@ func (c *Conn) handBackUnfinished() {
 	}
 	if len(u) > 0 {
 		h.Unfinished(c, u)
+	}
+	for _, e := range queued {
+		e.msg.Release()
 	}
 }
 
@@ -655,11 +670,15 @@ func (c *Conn) nextPacketID() uint16 {
 }
 
 func (c *Conn) logInfo(msg string, args ...any) {
-	c.srv.log.Info(msg, c.logArgs(args)...)
+	if c.srv.infoOn() {
+		c.srv.log.Info(msg, c.logArgs(args)...)
+	}
 }
 
 func (c *Conn) logWarn(msg string, args ...any) {
-	c.srv.log.Warn(msg, c.logArgs(args)...)
+	if c.srv.log.Enabled(context.Background(), slog.LevelWarn) {
+		c.srv.log.Warn(msg, c.logArgs(args)...)
+	}
 }
 
 func (c *Conn) logArgs(args []any) []any {

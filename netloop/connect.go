@@ -265,8 +265,10 @@ func (c *Conn) connectAnswered(sc *scratch, req *ConnectRequest, plan *connackPl
 	}
 	sc.out = ack.Append(sc.out, v)
 	ack.Properties.Reset()
-	c.logInfo("client connected", "protocol", protocolName(v), "clean_start", plan.cleanStart,
-		"keepalive", plan.keepalive, "session_expiry", plan.granted, "session_present", present)
+	if c.srv.infoOn() { // its arguments alone cost allocations every connect
+		c.logInfo("client connected", "protocol", protocolName(v), "clean_start", plan.cleanStart,
+			"keepalive", plan.keepalive, "session_expiry", plan.granted, "session_present", present)
+	}
 }
 
 // answerable311 reports the CONNECT refusals RFC 0002 gives a 3.1.1 return

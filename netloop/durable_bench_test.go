@@ -6,10 +6,7 @@ import (
 	"log/slog"
 	"net"
 	"path/filepath"
-	"sync"
-	"sync/atomic"
 	"testing"
-	"time"
 
 	"saguin/broker"
 	"saguin/codec"
@@ -94,37 +91,10 @@ func benchDurableRoundTrip(b *testing.B, offLoop bool, pubs int) {
 	for i := range publishers {
 		publishers[i] = benchConnect(b, addr, fmt.Sprintf("durable-pub-%d", i))
 	}
-	payload := make([]byte, 64)
 	commits := p.Commits()
 	commits0, records0 := commits.Commit.Load(), commits.CommittedRecords.Load()
 	b.ResetTimer()
-	start := time.Now()
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	for _, pc := range publishers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			pkt := &codec.Publish{QoS: 1, Topic: []byte("durable/x"), Payload: payload}
-			var out, buf []byte
-			for id := uint16(1); next.Add(1) <= int64(b.N); id++ {
-				if id == 0 {
-					id = 1
-				}
-				pkt.PacketID = id
-				out = pkt.Append(out[:0], codec.Version5)
-				pc.nc.Write(out)
-				var t codec.Type
-				var err error
-				if t, buf, err = pc.readPacket(buf); err != nil || t != codec.TypePuback {
-					b.Errorf("want PUBACK: %v %v", t, err)
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "msgs/s")
+	b.ReportMetric(publishQoS1Round(b, publishers, "durable/x"), "msgs/s")
 	if n := commits.Commit.Load() - commits0; n > 0 {
 		b.ReportMetric(float64(commits.CommittedRecords.Load()-records0)/float64(n), "records/commit")
 	}

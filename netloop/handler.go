@@ -78,6 +78,9 @@ type AckHandler interface {
 	// PUBREL (RFC 0003 "Outbound QoS 2").
 	Received(c Client, offset uint64, packetID uint16) bool
 	// Acked is the end of the exchange: PUBACK at QoS 1, PUBCOMP at QoS 2.
+	// It is also called, with offset 0, for a delivery a shared group handed
+	// from memory (Delivery.Share set, no Offset): its window place coming
+	// back is when the group's backlog may drain.
 	Acked(c Client, offset uint64)
 }
 
@@ -136,6 +139,8 @@ type Client interface {
 	Version() byte
 	// Deliver queues m for this client as d says. It reports false when
 	// the delivery was shed because the client's outbound queue is full.
+	// m may be pooled: a client that keeps it past the call takes its own
+	// reference (Message.Retain) and gives it back when done.
 	Deliver(m *Message, d Delivery) bool
 	// Kick ends the connection: an MQTT 5 client is sent DISCONNECT with
 	// reason first, a 3.1.1 one is closed.
@@ -154,6 +159,8 @@ type Unfinished struct {
 // unfinished deliveries for the connection that resumes it. Unfinished runs
 // on the ending connection's loop, before Disconnected, in the order the
 // deliveries were sent.
+// The connection lets go of the messages once the call returns: a handler
+// that keeps one takes its own reference (Message.Retain).
 type ResumeHandler interface {
 	Unfinished(c Client, u []Unfinished)
 }

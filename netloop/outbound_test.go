@@ -55,7 +55,7 @@ func TestQueueKeepsOrderAcrossGrowth(t *testing.T) {
 			if e.msg != msgs[0] {
 				t.Fatal("order lost")
 			}
-			q.popThrough(e.seq)
+			q.popThrough(e.seq, nil)
 			msgs = msgs[1:]
 		}
 	}
@@ -64,7 +64,7 @@ func TestQueueKeepsOrderAcrossGrowth(t *testing.T) {
 		if !ok || e.msg != msgs[0] {
 			t.Fatal("order lost")
 		}
-		q.popThrough(e.seq)
+		q.popThrough(e.seq, nil)
 		msgs = msgs[1:]
 	}
 	if q.bytes != 0 {
@@ -86,7 +86,7 @@ func TestPopThroughSkipsWhatAPushAlreadyShed(t *testing.T) {
 	q.push(outEntry{msg: msgOf(400), qos: 1}, new(Counters))
 	batch := q.snapshot(make([]outEntry, 0, 8))
 	q.push(outEntry{msg: msgOf(400), qos: 1}, new(Counters)) // sheds the oldest while the batch is out
-	q.popThrough(batch[1].seq)
+	q.popThrough(batch[1].seq, batch)
 	if q.n != 1 {
 		t.Fatalf("%d left, want only the delivery pushed after the batch", q.n)
 	}

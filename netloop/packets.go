@@ -253,13 +253,17 @@ func (c *Conn) settle(id uint16, f inflight) {
 	delete(c.inflight, id)
 	c.onWire.Store(int32(len(c.inflight)))
 	c.inflightBytes -= f.size
+	f.msg.Release()
 	c.reportAcked(f)
 }
 
 // reportAcked tells a handler that numbered the delivery that its exchange
-// ended (PUBACK, PUBCOMP, or a PUBREC refusing it).
+// ended (PUBACK, PUBCOMP, or a PUBREC refusing it) - and one a shared group
+// handed from memory, with offset 0: the window place it gives back may let
+// the group's backlog drain (RFC 0002 "Shared subscriptions"). A client in
+// no group pays this one test.
 func (c *Conn) reportAcked(f inflight) {
-	if f.offset == 0 {
+	if f.offset == 0 && f.share == "" {
 		return
 	}
 	if h, ok := c.srv.opts.Handler.(AckHandler); ok {

@@ -31,14 +31,19 @@ type Server struct {
 	// every packet that may wait, so the type is looked at once.
 	waiter StoreWaiter
 
+	enrollq  chan enrollment // admitted sockets for the enrollers (enroll.go)
+	enrollWG sync.WaitGroup  // the enrollers
+	acceptWG sync.WaitGroup  // the accept loops: once they end, enrollq closes
+
 	stopOnce sync.Once
 	stopErr  error
 	stop     chan struct{} // closed when shutdown begins
 	tickStop chan struct{} // closed once every connection has ended
 	wg       sync.WaitGroup
 
-	mu    sync.Mutex
-	conns map[*Conn]struct{}
+	mu     sync.Mutex
+	conns  map[*Conn]struct{}
+	wakers map[gnet.EventLoop]*loopWaker // one per event loop, made at its first connection
 
 	now atomic.Int64 // the coarse clock the loops stamp activity with, unix nanoseconds
 
@@ -59,6 +64,8 @@ func New(opts Options) (*Server, error) {
 		stop:     make(chan struct{}),
 		tickStop: make(chan struct{}),
 		conns:    make(map[*Conn]struct{}),
+		enrollq:  make(chan enrollment, 64),
+		wakers:   make(map[gnet.EventLoop]*loopWaker),
 	}
 	s.waiter, _ = opts.Handler.(StoreWaiter)
 	s.now.Store(time.Now().UnixNano())
@@ -98,11 +105,16 @@ func (s *Server) Start() error {
 		return fmt.Errorf("netloop: starting the event loops: %w", err)
 	}
 	s.loop = cli
+	s.startEnrollers()
 	for _, l := range s.doors {
 		s.log.Info("listening", "listener", l.door.Name, "address", l.addr().String())
-		s.wg.Add(1)
+		s.acceptWG.Add(1)
 		go s.acceptLoop(l)
 	}
+	go func() {
+		s.acceptWG.Wait()
+		close(s.enrollq)
+	}()
 	s.wg.Add(1)
 	go s.ticker()
 	return nil
@@ -124,7 +136,7 @@ func (s *Server) Connections() int { return s.adm.inUse() }
 // acceptLoop accepts on one door. The pacer runs before Accept, so a
 // connection over max_connect_rate stays in the kernel's accept queue.
 func (s *Server) acceptLoop(l *listener) {
-	defer s.wg.Done()
+	defer s.acceptWG.Done()
 	pacer := newAcceptPacer(s.opts.MaxConnectRate)
 	for {
 		if !pacer.take(s.stop) {
@@ -160,7 +172,7 @@ func (s *Server) arrive(l *listener, nc net.Conn) {
 	arrivedAt := time.Now()
 	switch a, w := s.adm.arrive(); a {
 	case admitted:
-		s.enroll(l, nc, arrivedAt)
+		s.enrollq <- enrollment{l, nc, arrivedAt}
 	case queued:
 		s.wg.Add(1)
 		go s.overflow(l, nc, w, arrivedAt)
@@ -195,12 +207,19 @@ func (s *Server) overflow(l *listener, nc net.Conn, w *waiter, arrivedAt time.Ti
 // enroll hands an admitted socket to the event loops with a fresh Conn.
 func (s *Server) enroll(l *listener, nc net.Conn, arrivedAt time.Time) {
 	g := &gnetConn{}
-	c, t := &g.c, &g.t
+	c, t := &g.c, g
 	t.remote = nc.RemoteAddr().String()
 	c.init(s, t, l.door.Name, arrivedAt)
 	s.mu.Lock()
 	s.conns[c] = struct{}{}
 	s.mu.Unlock()
+	select {
+	case <-s.stop:
+		// Admitted as the stop began, and perhaps after Shutdown listed
+		// the connections it ends: ended like them.
+		c.Kick(codec.ServerShuttingDown)
+	default:
+	}
 	gc, err := s.loop.EnrollContext(nc, g)
 	if err != nil {
 		s.log.Error("handing a connection to the event loop failed", "listener", l.door.Name, "error", err)
@@ -209,6 +228,12 @@ func (s *Server) enroll(l *listener, nc net.Conn, arrivedAt time.Time) {
 		s.forget(c)
 	}
 	_ = gc // the transport learns its gnet.Conn in OnOpen
+}
+
+// infoOn reports whether the logger takes info lines: a connection's lines
+// are built only then, since building one allocates.
+func (s *Server) infoOn() bool {
+	return s.log.Enabled(context.Background(), slog.LevelInfo)
 }
 
 func (s *Server) forget(c *Conn) {
@@ -283,6 +308,8 @@ func (s *Server) shutdown(ctx context.Context) error {
 		}
 	}
 	close(s.tickStop)
+	s.acceptWG.Wait()
+	s.enrollWG.Wait()
 	s.wg.Wait()
 	if s.loop != nil {
 		if e := s.loop.Stop(); e != nil && err == nil {

@@ -3,6 +3,7 @@ package netloop
 import (
 	"sync/atomic"
 	"syscall"
+	"unsafe"
 
 	"github.com/panjf2000/gnet/v2"
 )
@@ -36,67 +37,87 @@ type Transport interface {
 	RemoteAddr() string
 }
 
-// gnetTransport is a Transport over a gnet connection.
+// gnetTransport is the gnet side of a gnetConn: with the Conn beside it
+// (Wake needs both) it is a Transport over a gnet connection.
 type gnetTransport struct {
-	// gc is set once, in OnOpen, before opened: a goroutine that sees opened
-	// sees gc. A plain field beside a flag rather than an atomic pointer to
-	// the interface, which cost every connection a 16-byte allocation.
+	// gc is set once, in OnOpen, before waker: a goroutine that sees a
+	// waker sees gc, and one that sees none is looking at a transport not
+	// yet open. A plain field beside the pointer rather than an atomic
+	// pointer to the interface, which cost every connection a 16-byte
+	// allocation.
 	gc     gnet.Conn
-	opened atomic.Bool
+	waker  atomic.Pointer[loopWaker] // the connection's event loop's
 	remote string
 }
 
-// gnetConn is a Conn and its gnet transport in one allocation (352 bytes,
-// where the two apart and the boxed gnet.Conn cost 400); it is the gnet
-// connection's context.
+// gnetConn is a Conn and its gnet transport in one allocation (fields grouped
+// so nothing is padded); it is the gnet connection's context, and the
+// Conn's Transport.
 type gnetConn struct {
 	c Conn
-	t gnetTransport
+	gnetTransport
 }
 
 func (t *gnetTransport) Write(b []byte) {
-	if t.opened.Load() {
-		t.gc.Write(b)
+	if t.waker.Load() == nil || len(b) == 0 {
+		return
 	}
+	if t.gc.OutboundBuffered() == 0 {
+		// What gnet's Write does first when nothing waits - one write(2) -
+		// made without the scheduler's syscall bookkeeping: a write to a
+		// non-blocking socket does not block, and a fan-out makes one per
+		// subscriber per message. What the kernel does not take, and any
+		// error, go to gnet's Write, which buffers the rest (waiting for
+		// the socket to be writable) or closes the connection.
+		n, _, errno := syscall.RawSyscall(syscall.SYS_WRITE, uintptr(t.gc.Fd()), uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)))
+		if errno == 0 {
+			if b = b[n:]; len(b) == 0 {
+				return
+			}
+		}
+	}
+	t.gc.Write(b)
 }
 
 func (t *gnetTransport) Buffered() int {
-	if t.opened.Load() {
+	if t.waker.Load() != nil {
 		return t.gc.OutboundBuffered()
 	}
 	return 0
 }
 
 func (t *gnetTransport) Close() {
-	if t.opened.Load() {
+	if t.waker.Load() != nil {
 		t.gc.Close()
 	}
 }
 
 func (t *gnetTransport) Abort() {
-	if t.opened.Load() {
+	if t.waker.Load() != nil {
 		t.gc.SetLinger(0) // close sends RST and drops the send queue
 		t.gc.Close()
 	}
 }
 
 func (t *gnetTransport) Finish() bool {
-	if !t.opened.Load() {
+	if t.waker.Load() == nil {
 		return false
 	}
 	return syscall.Shutdown(t.gc.Fd(), syscall.SHUT_WR) == nil
 }
 
-func (t *gnetTransport) Wake() {
-	if t.opened.Load() {
-		t.gc.Wake(nil)
+// Wake queues the connection on its loop's waker, which runs its OnWake on
+// the loop with every other wake that arrived meanwhile (loopwake.go).
+func (g *gnetConn) Wake() {
+	if w := g.waker.Load(); w != nil {
+		w.wake(g)
 	}
 }
 
 func (t *gnetTransport) RemoteAddr() string { return t.remote }
 
 // events is the gnet event handler: it feeds bytes to the Conn and lets it
-// flush. A Wake arrives as OnTraffic with no new bytes.
+// flush. A Wake runs through the loop's waker (loopwake.go), not gnet's.
 type events struct {
 	gnet.BuiltinEventEngine
 	s *Server
@@ -107,12 +128,12 @@ func (e *events) OnOpen(c gnet.Conn) ([]byte, gnet.Action) {
 	if !ok {
 		return nil, gnet.Close
 	}
-	t := &g.t
-	t.gc = c
-	t.opened.Store(true)
+	g.gc = c
+	w := e.s.wakerOf(c.EventLoop())
+	g.waker.Store(w)
 	if g.c.woken.Load() {
 		// Somebody asked for a wake before the transport could carry it.
-		c.Wake(nil)
+		w.wake(g)
 	}
 	return nil, gnet.None
 }
@@ -122,9 +143,26 @@ func (e *events) OnTraffic(c gnet.Conn) gnet.Action {
 	if !ok {
 		return gnet.Close
 	}
-	// A Wake arrives here too, usually with nothing new to read. While a
-	// call is out the input stays in gnet's buffer, unpeeked: Waiting
-	// checks its size against the bound before gnet keeps this read.
+	// Wakes of this loop's connections that arrive while it runs - a
+	// publish read here delivered to its neighbours - are run before it
+	// returns, with no task queued for them (loopwake.go).
+	w := g.waker.Load()
+	w.enter()
+	g.serve()
+	w.leave()
+	return gnet.None
+}
+
+// serve reads what gnet holds for the connection and lets it write: for
+// OnTraffic, and for a wake (loopwake.go) - after a call is answered the
+// input it held back is read at the next wake. Loop only.
+func (g *gnetConn) serve() {
+	if g.c.closed {
+		return // a wake queued before gnet closed it: gnet has let go of its buffers
+	}
+	c := g.gc
+	// While a call is out the input stays in gnet's buffer, unpeeked:
+	// Waiting checks its size against the bound before gnet keeps this read.
 	if g.c.Waiting(c.InboundBuffered()) {
 		// nothing is read until the call is answered
 	} else if buf, _ := c.Peek(-1); len(buf) > 0 {
@@ -132,11 +170,10 @@ func (e *events) OnTraffic(c gnet.Conn) gnet.Action {
 		// "all". A partial packet must stay for the next call.
 		if n := g.c.OnData(buf); n > 0 {
 			c.Discard(n)
-			e.s.counters.BytesReceived.Add(uint64(n))
+			g.c.srv.counters.BytesReceived.Add(uint64(n))
 		}
 	}
 	g.c.OnWake()
-	return gnet.None
 }
 
 func (e *events) OnClose(c gnet.Conn, err error) gnet.Action {

@@ -1,0 +1,6 @@
+//go:build race
+
+package netloop
+
+// raceEnabled: built with -race, where a released message is poisoned.
+const raceEnabled = true
