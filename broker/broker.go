@@ -469,10 +469,15 @@ func (b *Broker) Disconnected(c netloop.Client, sessionExpiry uint32, graceful b
 			b.fireWill(s, WillImmediate)
 		} else {
 			s.will.DueAt = now.Add(min(s.will.Delay, s.expiry))
-			b.log.Debug("Will waiting out its delay", "client_id", id, "due_at", s.will.DueAt)
 		}
 	}
-	b.storeState(sh, s, "storing a session as its client left")
+	// Said once stored: a kill -9 after either line finds the disconnect.
+	stored := func() { b.log.Debug("disconnect stored", "client_id", id) }
+	if s.will != nil {
+		due := s.will.DueAt
+		stored = func() { b.log.Debug("Will waiting out its delay", "client_id", id, "due_at", due) }
+	}
+	b.storeState(sh, s, "storing a session as its client left", stored)
 	b.armExpiry(sh, s)
 }
 
@@ -499,7 +504,7 @@ func (b *Broker) armExpiry(sh *shard, s *session) {
 		if s.will != nil && !s.will.DueAt.IsZero() && !now.Before(s.will.DueAt) {
 			b.fireWill(s, WillDelayed)
 			s.will = nil
-			b.storeState(sh, s, "removing a published Will")
+			b.storeState(sh, s, "removing a published Will", nil)
 		}
 		b.armExpiry(sh, s)
 	})

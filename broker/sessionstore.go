@@ -32,8 +32,9 @@ func (b *Broker) putSession(sh *shard, s *session, whole bool) error {
 // where no client waits for it (a disconnect, a published Will's removal):
 // queued behind the id's earlier such writes (storeLater). A store that does
 // not hold the record is given it whole, read under the shard lock when the
-// write is made. Shard lock held.
-func (b *Broker) storeState(sh *shard, s *session, what string) {
+// write is made. stored, when not nil, is called once the write is made: its
+// log line says what a kill -9 after it can count on. Shard lock held.
+func (b *Broker) storeState(sh *shard, s *session, what string, stored func()) {
 	st := s.state()
 	if st.Will != nil {
 		w := *st.Will // the write may run after s.will changes
@@ -46,6 +47,8 @@ func (b *Broker) storeState(sh *shard, s *session, what string) {
 		}
 		if err != nil {
 			b.storageFailed(what, s.id, err)
+		} else if stored != nil {
+			stored()
 		}
 	})
 }

@@ -226,7 +226,7 @@ func TestWillThatFellDueWhileStoppedIsPublishedAtStart(t *testing.T) {
 	dev.mustConnect(devID, both(freshSession(300), will(topic+"/status", "dead", 1, false, 1)))
 	dev.drop()
 	// The wait began at the drop; the broker is back after its one second.
-	if r.b.log.wait(regexp.MustCompile(`disconnected.*client_id=`+devID), waitLong) == "" {
+	if r.b.log.wait(regexp.MustCompile(`msg="(disconnect stored|Will waiting out its delay)".*client_id=`+devID), waitLong) == "" {
 		t.Fatal("the drop was not seen")
 	}
 	r.b.kill9()
@@ -243,7 +243,7 @@ func TestWillInsideItsDelayAtACrashIsPublishedAfterTheRestOfItsDelay(t *testing.
 	dev := dialRaw(t, r.addr(), codec.Version5)
 	dev.mustConnect(devID, both(freshSession(300), will(topic+"/status", "dead", 1, false, 4)))
 	dev.drop()
-	if r.b.log.wait(regexp.MustCompile(`disconnected.*client_id=`+devID), waitLong) == "" {
+	if r.b.log.wait(regexp.MustCompile(`msg="(disconnect stored|Will waiting out its delay)".*client_id=`+devID), waitLong) == "" {
 		t.Fatal("the drop was not seen")
 	}
 	r.crash()
@@ -340,6 +340,9 @@ func TestSessionThatExpiredWhileStoppedEndsAtStart(t *testing.T) {
 	c := dialRaw(t, r.addr(), codec.Version5)
 	c.mustConnect(id, freshSession(1))
 	c.disconnect()
+	if r.b.log.wait(regexp.MustCompile(`msg="(disconnect stored|Will waiting out its delay)".*client_id=`+id), waitLong) == "" {
+		t.Fatal("the disconnect was never stored")
+	}
 	r.b.kill9()
 	<-time.After(2 * time.Second) // the expiry passes while nothing runs
 	r.b = startSaguin(t, r.dir, r.yaml)

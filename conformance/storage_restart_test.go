@@ -82,7 +82,7 @@ func restartKeepsSessions(t *testing.T, kind string, stop func(*brokerProc)) {
 			t.Fatalf("SUBACK %v", codes)
 		}
 		sub.nc.Close()
-		if b.log.wait(regexp.MustCompile(`msg="disconnected[^"]*".*client_id=away`), waitLong) == "" {
+		if b.log.wait(regexp.MustCompile(`msg="(disconnect stored|Will waiting out its delay)".*client_id=away`), waitLong) == "" {
 			t.Fatal("the broker never saw the subscriber leave")
 		}
 
@@ -220,7 +220,7 @@ func TestSQLiteSharedGroupBacklogKeepsAcrossKill9(t *testing.T) {
 		t.Fatalf("SUBACK %v", codes)
 	}
 	m.send((&codec.Disconnect{}).Append(nil, codec.Version5))
-	if b.log.wait(regexp.MustCompile(`msg="disconnected[^"]*".*client_id=member`), waitLong) == "" {
+	if b.log.wait(regexp.MustCompile(`msg="(disconnect stored|Will waiting out its delay)".*client_id=member`), waitLong) == "" {
 		t.Fatal("the broker never saw the member leave")
 	}
 	pub := dialRaw(t, b.addr, codec.Version5)

@@ -92,7 +92,7 @@ func givenBackSurvives(t *testing.T, kind string) {
 			t.Fatalf("SUBACK %v", codes)
 		}
 		m.send((&codec.Disconnect{}).Append(nil, codec.Version5))
-		if b.log.wait(regexp.MustCompile(`msg="disconnected[^"]*".*client_id=`+id), waitLong) == "" {
+		if b.log.wait(regexp.MustCompile(`msg="(disconnect stored|Will waiting out its delay)".*client_id=`+id), waitLong) == "" {
 			t.Fatalf("the broker never saw %s leave", id)
 		}
 	}
@@ -179,7 +179,7 @@ func TestSnapshotDeliveryAGroupHandedAMemberIsResentToItAfterSIGTERM(t *testing.
 		t.Fatalf("SUBACK %v", codes)
 	}
 	m.send((&codec.Disconnect{}).Append(nil, codec.Version5))
-	if b.log.wait(regexp.MustCompile(`msg="disconnected[^"]*".*client_id=member`), waitLong) == "" {
+	if b.log.wait(regexp.MustCompile(`msg="(disconnect stored|Will waiting out its delay)".*client_id=member`), waitLong) == "" {
 		t.Fatal("the broker never saw the member leave")
 	}
 	pub := dialRaw(t, b.addr, codec.Version5)
