@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -14,8 +13,6 @@ import (
 	"saguin/broker"
 	"saguin/codec"
 	"saguin/netloop"
-	"saguin/store"
-	"saguin/store/sqlite"
 )
 
 // BenchmarkQoS1BesideDisconnectsSQLite is one QoS 1 publisher waiting for
@@ -33,18 +30,7 @@ func BenchmarkQoS1BesideDisconnectsSQLite(b *testing.B) {
 
 func benchBesideDisconnects(b *testing.B, churners int) {
 	quiet := slog.New(slog.DiscardHandler)
-	p, err := sqlite.Open(store.SQLiteOptions{Name: "bench", FilePath: filepath.Join(b.TempDir(), "bench.db"), Logger: quiet})
-	if err != nil {
-		b.Fatal(err)
-	}
-	sessions, err := p.Sessions()
-	if err != nil {
-		b.Fatal(err)
-	}
-	retained, err := p.Retained(0)
-	if err != nil {
-		b.Fatal(err)
-	}
+	p, sessions, retained := openSQLite(b)
 	br := broker.New(broker.Options{Sessions: sessions, Retained: retained, Logger: quiet,
 		SessionsWaitOnDisk: true, RetainedWaitOnDisk: true, AwaitClient: p.AwaitClient})
 	s, err := netloop.New(netloop.Options{Handler: br, Logger: quiet, EventLoops: 1,

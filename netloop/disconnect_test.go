@@ -2,7 +2,6 @@ package netloop_test
 
 import (
 	"log/slog"
-	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -11,7 +10,6 @@ import (
 	"saguin/codec"
 	"saguin/netloop"
 	"saguin/store"
-	"saguin/store/sqlite"
 )
 
 // leaverSessions is a sqlite session store whose writes of a disconnect for
@@ -35,18 +33,7 @@ func (l *leaverSessions) Update(x store.Session) error {
 
 func TestAPublisherIsNotHeldByAnotherConnectionsDisconnectCommits(t *testing.T) {
 	quiet := slog.New(slog.DiscardHandler)
-	p, err := sqlite.Open(store.SQLiteOptions{Name: "test", FilePath: filepath.Join(t.TempDir(), "test.db"), Logger: quiet})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ss, err := p.Sessions()
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, err := p.Retained(0)
-	if err != nil {
-		t.Fatal(err)
-	}
+	p, ss, r := openSQLite(t)
 	slow := &leaverSessions{Sessions: ss, id: "leaver", entered: make(chan struct{}), open: make(chan struct{})}
 	br := broker.New(broker.Options{Sessions: slow, Retained: r, Logger: quiet,
 		SessionsWaitOnDisk: true, RetainedWaitOnDisk: true, AwaitClient: p.AwaitClient})

@@ -5,14 +5,11 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"path/filepath"
 	"testing"
 
 	"saguin/broker"
 	"saguin/codec"
 	"saguin/netloop"
-	"saguin/store"
-	"saguin/store/sqlite"
 )
 
 // BenchmarkDurableQoS1RoundTripSQLite is N publishers each publishing QoS 1
@@ -40,18 +37,7 @@ func BenchmarkDurableQoS1RoundTripSQLite(b *testing.B) {
 
 func benchDurableRoundTrip(b *testing.B, offLoop bool, pubs int) {
 	quiet := slog.New(slog.DiscardHandler)
-	p, err := sqlite.Open(store.SQLiteOptions{Name: "bench", FilePath: filepath.Join(b.TempDir(), "bench.db"), Logger: quiet})
-	if err != nil {
-		b.Fatal(err)
-	}
-	sessions, err := p.Sessions()
-	if err != nil {
-		b.Fatal(err)
-	}
-	retained, err := p.Retained(0)
-	if err != nil {
-		b.Fatal(err)
-	}
+	p, sessions, retained := openSQLite(b)
 	br := broker.New(broker.Options{Sessions: sessions, Retained: retained, Logger: quiet,
 		SessionsWaitOnDisk: offLoop, RetainedWaitOnDisk: offLoop})
 	s, err := netloop.New(netloop.Options{Handler: br, Logger: quiet, EventLoops: *loopsFlag, SessionQueueBytes: 64 << 20,
