@@ -1,4 +1,4 @@
-module saguin
+module github.com/saguin-edge/saguin
 
 go 1.26.0
 

@@ -7,10 +7,10 @@ import (
 	"sync"
 	"time"
 
-	"saguin/codec"
-	"saguin/codec/topic"
-	"saguin/netloop"
-	"saguin/store"
+	"github.com/saguin-edge/saguin/codec"
+	"github.com/saguin-edge/saguin/codec/topic"
+	"github.com/saguin-edge/saguin/netloop"
+	"github.com/saguin-edge/saguin/store"
 )
 
 // backlog is the broker's side of the broadcast log: a QoS 1 or 2 broadcast

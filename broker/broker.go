@@ -19,11 +19,11 @@ import (
 	"sync/atomic"
 	"time"
 
-	"saguin/codec"
-	"saguin/codec/topic"
-	"saguin/netloop"
-	"saguin/store"
-	"saguin/store/memory"
+	"github.com/saguin-edge/saguin/codec"
+	"github.com/saguin-edge/saguin/codec/topic"
+	"github.com/saguin-edge/saguin/netloop"
+	"github.com/saguin-edge/saguin/store"
+	"github.com/saguin-edge/saguin/store/memory"
 )
 
 // Options are the limits the broker enforces and the stores it keeps state in.

@@ -3,8 +3,8 @@ package broker
 import (
 	"sync/atomic"
 
-	"saguin/netloop"
-	"saguin/store"
+	"github.com/saguin-edge/saguin/netloop"
+	"github.com/saguin-edge/saguin/store"
 )
 
 // Counters are what the broker counts for RFC 0005's metrics about sessions,

@@ -1,8 +1,8 @@
 package broker
 
 import (
-	"saguin/netloop"
-	"saguin/store"
+	"github.com/saguin-edge/saguin/netloop"
+	"github.com/saguin-edge/saguin/store"
 )
 
 // What a member's session ending does with the deliveries its shared groups

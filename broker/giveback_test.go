@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"saguin/netloop"
+	"github.com/saguin-edge/saguin/netloop"
 )
 
 const jobsGroup = "$share/g/jobs/#"

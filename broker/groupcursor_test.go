@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"saguin/store"
+	"github.com/saguin-edge/saguin/store"
 )
 
 // cursorlessMember stores a kept session holding jobsGroup with no group

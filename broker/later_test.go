@@ -9,10 +9,10 @@ import (
 	"testing"
 	"time"
 
-	"saguin/codec"
-	"saguin/netloop"
-	"saguin/store"
-	"saguin/store/sqlite"
+	"github.com/saguin-edge/saguin/codec"
+	"github.com/saguin-edge/saguin/netloop"
+	"github.com/saguin-edge/saguin/store"
+	"github.com/saguin-edge/saguin/store/sqlite"
 )
 
 // slowSessions is a sqlite session store whose first write of the kind

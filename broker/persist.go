@@ -5,8 +5,8 @@ import (
 	"strings"
 	"time"
 
-	"saguin/codec/topic"
-	"saguin/store"
+	"github.com/saguin-edge/saguin/codec/topic"
+	"github.com/saguin-edge/saguin/store"
 )
 
 // Restore brings back what the session store kept, before any connection is

@@ -8,10 +8,10 @@ import (
 	"testing"
 	"time"
 
-	"saguin/codec"
-	"saguin/netloop"
-	"saguin/store"
-	"saguin/store/memory"
+	"github.com/saguin-edge/saguin/codec"
+	"github.com/saguin-edge/saguin/netloop"
+	"github.com/saguin-edge/saguin/store"
+	"github.com/saguin-edge/saguin/store/memory"
 )
 
 // ackClient records deliveries with the log offsets they carry.

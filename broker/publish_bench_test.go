@@ -6,10 +6,10 @@ import (
 	"path/filepath"
 	"testing"
 
-	"saguin/codec"
-	"saguin/netloop"
-	"saguin/store"
-	"saguin/store/sqlite"
+	"github.com/saguin-edge/saguin/codec"
+	"github.com/saguin-edge/saguin/netloop"
+	"github.com/saguin-edge/saguin/store"
+	"github.com/saguin-edge/saguin/store/sqlite"
 )
 
 // sink takes deliveries and keeps nothing, so the benchmark measures the

@@ -4,9 +4,9 @@ import (
 	"errors"
 	"time"
 
-	"saguin/codec"
-	"saguin/netloop"
-	"saguin/store"
+	"github.com/saguin-edge/saguin/codec"
+	"github.com/saguin-edge/saguin/netloop"
+	"github.com/saguin-edge/saguin/store"
 )
 
 // heldPublish is one exactly-once publish of a session between its PUBREC and

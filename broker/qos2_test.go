@@ -3,7 +3,7 @@ package broker
 import (
 	"testing"
 
-	"saguin/codec"
+	"github.com/saguin-edge/saguin/codec"
 )
 
 // TestAnExactlyOncePublishFromATakenOverConnectionIsAnsweredPubrec0x80 is

@@ -4,9 +4,9 @@ import (
 	"encoding/binary"
 	"time"
 
-	"saguin/codec"
-	"saguin/netloop"
-	"saguin/store"
+	"github.com/saguin-edge/saguin/codec"
+	"github.com/saguin-edge/saguin/netloop"
+	"github.com/saguin-edge/saguin/store"
 )
 
 // recordOf copies a publish into a store record the store may keep: its own

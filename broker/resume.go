@@ -1,6 +1,6 @@
 package broker
 
-import "saguin/netloop"
+import "github.com/saguin-edge/saguin/netloop"
 
 // Unfinished implements netloop.ResumeHandler: the QoS 1 and 2 deliveries a
 // session's connection ended without finishing stay with the session, to be

@@ -3,7 +3,7 @@ package broker
 import (
 	"testing"
 
-	"saguin/netloop"
+	"github.com/saguin-edge/saguin/netloop"
 )
 
 // TestALateAcknowledgementOnATakenOverConnectionLeavesTheDeliveryToTheNewOne

@@ -1,10 +1,10 @@
 package broker
 
 import (
-	"saguin/codec"
-	"saguin/codec/topic"
-	"saguin/netloop"
-	"saguin/store"
+	"github.com/saguin-edge/saguin/codec"
+	"github.com/saguin-edge/saguin/codec/topic"
+	"github.com/saguin-edge/saguin/netloop"
+	"github.com/saguin-edge/saguin/store"
 )
 
 // retain keeps a broadcast's RETAIN publish as its topic's value in the

@@ -4,8 +4,8 @@ import (
 	"strings"
 	"testing"
 
-	"saguin/codec"
-	"saguin/netloop"
+	"github.com/saguin-edge/saguin/codec"
+	"github.com/saguin-edge/saguin/netloop"
 )
 
 // A write on a full session provider - a session's record at CONNECT, a

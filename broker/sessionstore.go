@@ -4,8 +4,8 @@ import (
 	"errors"
 	"slices"
 
-	"saguin/codec/topic"
-	"saguin/store"
+	"github.com/saguin-edge/saguin/codec/topic"
+	"github.com/saguin-edge/saguin/store"
 )
 
 // putSession writes s's record before its client is answered: the whole

@@ -6,10 +6,10 @@ import (
 	"strings"
 	"sync"
 
-	"saguin/codec"
-	"saguin/codec/topic"
-	"saguin/netloop"
-	"saguin/store"
+	"github.com/saguin-edge/saguin/codec"
+	"github.com/saguin-edge/saguin/codec/topic"
+	"github.com/saguin-edge/saguin/netloop"
+	"github.com/saguin-edge/saguin/store"
 )
 
 // shares are the shared subscription groups ($share/<name>/<filter>). The

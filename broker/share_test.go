@@ -3,8 +3,8 @@ package broker
 import (
 	"testing"
 
-	"saguin/codec"
-	"saguin/netloop"
+	"github.com/saguin-edge/saguin/codec"
+	"github.com/saguin-edge/saguin/netloop"
 )
 
 // shareMember connects id on b and subscribes it to $share/g/<filter>.

@@ -3,8 +3,8 @@ package broker
 import (
 	"sync/atomic"
 
-	"saguin/netloop"
-	"saguin/store"
+	"github.com/saguin-edge/saguin/netloop"
+	"github.com/saguin-edge/saguin/store"
 )
 
 // A shared group's backlog forms while no member can take a message - every

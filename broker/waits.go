@@ -1,6 +1,6 @@
 package broker
 
-import "saguin/netloop"
+import "github.com/saguin-edge/saguin/netloop"
 
 // Waits implements netloop.StoreWaiter: a call runs off the connection's loop
 // when a write it may make - and its client waits for - goes to a provider

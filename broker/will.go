@@ -3,9 +3,9 @@ package broker
 import (
 	"time"
 
-	"saguin/codec"
-	"saguin/netloop"
-	"saguin/store"
+	"github.com/saguin-edge/saguin/codec"
+	"github.com/saguin-edge/saguin/netloop"
+	"github.com/saguin-edge/saguin/store"
 )
 
 // willOf copies the CONNECT's Will into the form the session store keeps:

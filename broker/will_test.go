@@ -4,8 +4,8 @@ import (
 	"testing"
 	"time"
 
-	"saguin/codec"
-	"saguin/netloop"
+	"github.com/saguin-edge/saguin/codec"
+	"github.com/saguin-edge/saguin/netloop"
 )
 
 // watcher connects a subscriber to topic on b.

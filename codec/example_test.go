@@ -4,7 +4,7 @@ import (
 	"errors"
 	"fmt"
 
-	"saguin/codec"
+	"github.com/saguin-edge/saguin/codec"
 )
 
 // A connection's read loop: frame, refuse what is over the limit before the

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"saguin/codec/topic"
+	"github.com/saguin-edge/saguin/codec/topic"
 )
 
 func (l *loader) bridges(n *node) {

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"time"
 
-	"saguin/codec/topic"
+	"github.com/saguin-edge/saguin/codec/topic"
 )
 
 // ValidateChannelName applies RFC 0002 "Channel names": a-z, A-Z, 0-9, -, _

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"saguin/codec/topic"
+	"github.com/saguin-edge/saguin/codec/topic"
 )
 
 // TestEveryExampleLoads loads each file in examples/: the broker

@@ -3,7 +3,7 @@ package config
 import (
 	"sort"
 
-	"saguin/codec/topic"
+	"github.com/saguin-edge/saguin/codec/topic"
 )
 
 // Routes is the configuration's routing table: every channel's expanded

@@ -3,7 +3,7 @@ package conformance
 import (
 	"testing"
 
-	"saguin/codec"
+	"github.com/saguin-edge/saguin/codec"
 )
 
 // RFC 0002 "And what the CONNACK promises when it says yes".

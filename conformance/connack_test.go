@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"saguin/codec"
+	"github.com/saguin-edge/saguin/codec"
 )
 
 // RFC 0002 "Every reason code, in one place": each CONNACK refusal, and the

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"saguin/codec"
+	"github.com/saguin-edge/saguin/codec"
 )
 
 // RFC 0002 "Several listeners of a kind" and the Validation rules for Unix

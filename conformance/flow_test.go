@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"saguin/codec"
+	"github.com/saguin-edge/saguin/codec"
 )
 
 // deafen shrinks a client's receive buffer so that the broker meets a full

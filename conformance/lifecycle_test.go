@@ -15,7 +15,7 @@ import (
 
 	"github.com/eclipse/paho.golang/paho"
 
-	"saguin/codec"
+	"github.com/saguin-edge/saguin/codec"
 )
 
 func TestTakeoverSendsTheOldConnectionSessionTakenOver(t *testing.T) {

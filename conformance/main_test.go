@@ -40,7 +40,7 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	binPath = filepath.Join(dir, "saguin")
-	build := exec.Command("go", "build", "-o", binPath, "saguin/cmd/saguin")
+	build := exec.Command("go", "build", "-o", binPath, "github.com/saguin-edge/saguin/cmd/saguin")
 	build.Stdout, build.Stderr = os.Stderr, os.Stderr
 	if err := build.Run(); err != nil {
 		fmt.Fprintln(os.Stderr, "building saguin:", err)

@@ -10,7 +10,7 @@ import (
 	"sync"
 	"testing"
 
-	"saguin/codec"
+	"github.com/saguin-edge/saguin/codec"
 )
 
 // BenchmarkIdleConnectionMemory is the broker process's resident memory per

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"saguin/codec"
+	"github.com/saguin-edge/saguin/codec"
 )
 
 // Invariant 13 on sessions: RFC 0002 "How much a session may hold:

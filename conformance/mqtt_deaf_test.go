@@ -5,7 +5,7 @@ import (
 	"strconv"
 	"testing"
 
-	"saguin/codec"
+	"github.com/saguin-edge/saguin/codec"
 )
 
 // Issue 6 "Done when": a subscriber that stops reading costs no other client

@@ -31,7 +31,7 @@ import (
 	"testing"
 	"time"
 
-	"saguin/codec"
+	"github.com/saguin-edge/saguin/codec"
 )
 
 var peerFlag = flag.String("peer", "", `"mosquitto": run the TestMqtt* tests against a Mosquitto started for each test instead of saguin`)

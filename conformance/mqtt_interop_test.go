@@ -17,7 +17,7 @@ import (
 	"github.com/eclipse/paho.golang/paho"
 	pahov3 "github.com/eclipse/paho.mqtt.golang"
 
-	"saguin/codec"
+	"github.com/saguin-edge/saguin/codec"
 )
 
 // Issue 6 item 11: the broker through real client libraries - the Debian

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"saguin/codec"
+	"github.com/saguin-edge/saguin/codec"
 )
 
 // RFC 0002 "Publishing", "How deep a topic may be", "How fast one client may

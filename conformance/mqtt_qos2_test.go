@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"saguin/codec"
+	"github.com/saguin-edge/saguin/codec"
 )
 
 // RFC 0003 "Exactly once, and where the unfinished ones wait", RFC 0002

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"saguin/codec"
+	"github.com/saguin-edge/saguin/codec"
 )
 
 // RFC 0003 "Sessions" ("A restart restores what each provider promises"),

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"saguin/codec"
+	"github.com/saguin-edge/saguin/codec"
 )
 
 // RFC 0003 "Retained messages" (on a broadcast topic: MQTT's rules exactly),

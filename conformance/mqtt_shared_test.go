@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"saguin/codec"
+	"github.com/saguin-edge/saguin/codec"
 )
 
 // RFC 0002 "Shared subscriptions" and "What a shared group is owed:

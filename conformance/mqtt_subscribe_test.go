@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"saguin/codec"
+	"github.com/saguin-edge/saguin/codec"
 )
 
 // RFC 0002 "What each channel type admits: the SUBACK codes", "How many

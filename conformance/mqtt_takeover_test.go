@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"saguin/codec"
+	"github.com/saguin-edge/saguin/codec"
 )
 
 // RFC 0003 "Sessions: one owner, one ending" (ownership passes with the

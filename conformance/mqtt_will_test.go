@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"saguin/codec"
+	"github.com/saguin-edge/saguin/codec"
 )
 
 // RFC 0003 "Last Will", RFC 0002 "Every reason code, in one place" (CONNACK

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"saguin/codec"
+	"github.com/saguin-edge/saguin/codec"
 )
 
 // waitLong bounds every wait for something the spec says will happen; a test

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"saguin/codec"
+	"github.com/saguin-edge/saguin/codec"
 )
 
 // soakDuration is SAGUIN_SOAK as a duration; the test skips when it is unset.

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"saguin/codec"
+	"github.com/saguin-edge/saguin/codec"
 )
 
 // TestFaultKill9WhilePublishingLosesNoAcknowledgedBroadcast: invariant 16 on

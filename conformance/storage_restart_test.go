@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"saguin/codec"
+	"github.com/saguin-edge/saguin/codec"
 )
 
 // The restart promises of RFC 0003 "Sessions" and RFC 0002 "Every session's

@@ -5,7 +5,7 @@ import (
 	"regexp"
 	"testing"
 
-	"saguin/codec"
+	"github.com/saguin-edge/saguin/codec"
 )
 
 // What the session store keeps, one write per change: filters added and

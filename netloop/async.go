@@ -3,7 +3,7 @@ package netloop
 import (
 	"sync/atomic"
 
-	"saguin/codec"
+	"github.com/saguin-edge/saguin/codec"
 )
 
 // A call whose answer waits on storage (StoreWaiter) runs off the loop: the

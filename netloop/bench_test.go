@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"saguin/codec"
-	"saguin/netloop"
+	"github.com/saguin-edge/saguin/codec"
+	"github.com/saguin-edge/saguin/netloop"
 )
 
 // Whole-path benchmarks: real sockets on loopback, the broker in this

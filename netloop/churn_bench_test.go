@@ -10,9 +10,9 @@ import (
 	"testing"
 	"time"
 
-	"saguin/broker"
-	"saguin/codec"
-	"saguin/netloop"
+	"github.com/saguin-edge/saguin/broker"
+	"github.com/saguin-edge/saguin/codec"
+	"github.com/saguin-edge/saguin/netloop"
 )
 
 // BenchmarkQoS1BesideDisconnectsSQLite is one QoS 1 publisher waiting for

@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"saguin/broker"
-	"saguin/codec"
-	"saguin/netloop"
+	"github.com/saguin-edge/saguin/broker"
+	"github.com/saguin-edge/saguin/codec"
+	"github.com/saguin-edge/saguin/netloop"
 )
 
 // startServer runs a broker on a free port with opts, stopped at cleanup.

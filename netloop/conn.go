@@ -11,7 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"saguin/codec"
+	"github.com/saguin-edge/saguin/codec"
 )
 
 // Connection states. Only the connection's loop moves them; the ticker reads.

@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
-	"saguin/codec"
-	"saguin/netloop"
+	"github.com/saguin-edge/saguin/codec"
+	"github.com/saguin-edge/saguin/netloop"
 )
 
 func TestPublishReachesSubscriberOnBothProtocols(t *testing.T) {

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"time"
 
-	"saguin/codec"
+	"github.com/saguin-edge/saguin/codec"
 )
 
 // connack311Version is the CONNACK refusing an unacceptable protocol version

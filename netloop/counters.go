@@ -4,7 +4,7 @@ import (
 	"strings"
 	"sync/atomic"
 
-	"saguin/codec"
+	"github.com/saguin-edge/saguin/codec"
 )
 
 // Reason is a label of RFC 0005's refusal counters

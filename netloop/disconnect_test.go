@@ -6,10 +6,10 @@ import (
 	"testing"
 	"time"
 
-	"saguin/broker"
-	"saguin/codec"
-	"saguin/netloop"
-	"saguin/store"
+	"github.com/saguin-edge/saguin/broker"
+	"github.com/saguin-edge/saguin/codec"
+	"github.com/saguin-edge/saguin/netloop"
+	"github.com/saguin-edge/saguin/store"
 )
 
 // leaverSessions is a sqlite session store whose writes of a disconnect for

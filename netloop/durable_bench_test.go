@@ -7,9 +7,9 @@ import (
 	"net"
 	"testing"
 
-	"saguin/broker"
-	"saguin/codec"
-	"saguin/netloop"
+	"github.com/saguin-edge/saguin/broker"
+	"github.com/saguin-edge/saguin/codec"
+	"github.com/saguin-edge/saguin/netloop"
 )
 
 // BenchmarkDurableQoS1RoundTripSQLite is N publishers each publishing QoS 1

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"saguin/codec"
+	"github.com/saguin-edge/saguin/codec"
 )
 
 // fakeTransport records writes and closes, standing in for a socket.

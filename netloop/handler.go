@@ -1,6 +1,6 @@
 package netloop
 
-import "saguin/codec"
+import "github.com/saguin-edge/saguin/codec"
 
 // Handler is the broker as a connection sees it. Every method is called on the
 // connection's own event loop and must not block: no disk I/O, no lock held

@@ -6,7 +6,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"saguin/codec"
+	"github.com/saguin-edge/saguin/codec"
 )
 
 // Message is a publication as it is routed: its own memory, never changed

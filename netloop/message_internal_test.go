@@ -3,7 +3,7 @@ package netloop
 import (
 	"testing"
 
-	"saguin/codec"
+	"github.com/saguin-edge/saguin/codec"
 )
 
 // A delivery shed to make room while the loop is encoding it from a snapshot

@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"testing"
 
-	"saguin/codec"
-	"saguin/netloop"
+	"github.com/saguin-edge/saguin/codec"
+	"github.com/saguin-edge/saguin/netloop"
 )
 
 // Routed messages are pooled (netloop.Message): a queued delivery must keep

@@ -4,8 +4,8 @@ import (
 	"bytes"
 	"strings"
 
-	"saguin/codec"
-	"saguin/codec/topic"
+	"github.com/saguin-edge/saguin/codec"
+	"github.com/saguin-edge/saguin/codec/topic"
 )
 
 // onPacket handles one packet of a connected client.

@@ -12,7 +12,7 @@ import (
 
 	"github.com/panjf2000/gnet/v2"
 
-	"saguin/codec"
+	"github.com/saguin-edge/saguin/codec"
 )
 
 // tickInterval is how often the timer scan runs: connect_timeout, keepalive,

@@ -5,8 +5,8 @@ import (
 	"path/filepath"
 	"testing"
 
-	"saguin/store"
-	"saguin/store/sqlite"
+	"github.com/saguin-edge/saguin/store"
+	"github.com/saguin-edge/saguin/store/sqlite"
 )
 
 // openSQLite opens a sqlite provider in a temporary directory, with its

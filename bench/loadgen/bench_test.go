@@ -7,7 +7,7 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"saguin/codec"
+	"github.com/saguin-edge/saguin/codec"
 )
 
 // fakeBroker accepts one connection, answers its CONNECT with a CONNACK,

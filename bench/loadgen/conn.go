@@ -23,8 +23,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"saguin/bench/stats"
-	"saguin/codec"
+	"github.com/saguin-edge/saguin/bench/stats"
+	"github.com/saguin-edge/saguin/codec"
 )
 
 // maxPacket bounds what the generator will read: the brokers deliver what

@@ -7,9 +7,9 @@ import (
 	"testing"
 	"time"
 
-	"saguin/bench/peer"
-	"saguin/bench/stats"
-	"saguin/codec"
+	"github.com/saguin-edge/saguin/bench/peer"
+	"github.com/saguin-edge/saguin/bench/stats"
+	"github.com/saguin-edge/saguin/codec"
 )
 
 // startMosquitto runs the Mosquitto peer for one test: the generator is

@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"time"
 
-	"saguin/codec"
+	"github.com/saguin-edge/saguin/codec"
 )
 
 // ErrClosed is returned by a publish on a connection whose reader has ended.

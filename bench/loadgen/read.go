@@ -4,7 +4,7 @@ import (
 	"errors"
 	"fmt"
 
-	"saguin/codec"
+	"github.com/saguin-edge/saguin/codec"
 )
 
 // readLoop is the connection's one reader: it frames what arrives with

@@ -17,7 +17,7 @@ import (
 	"syscall"
 	"time"
 
-	"saguin/bench/proc"
+	"github.com/saguin-edge/saguin/bench/proc"
 )
 
 // The brokers the harness knows, by the name used on its command line.

@@ -8,8 +8,8 @@ import (
 	"slices"
 	"strings"
 
-	"saguin/bench/scenario"
-	"saguin/bench/stats"
+	"github.com/saguin-edge/saguin/bench/scenario"
+	"github.com/saguin-edge/saguin/bench/stats"
 )
 
 // WriteMarkdown writes the tables: every case's own figures with the ratios,

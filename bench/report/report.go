@@ -9,9 +9,9 @@ import (
 	"os"
 	"time"
 
-	"saguin/bench/machine"
-	"saguin/bench/scenario"
-	"saguin/bench/stats"
+	"github.com/saguin-edge/saguin/bench/machine"
+	"github.com/saguin-edge/saguin/bench/scenario"
+	"github.com/saguin-edge/saguin/bench/stats"
 )
 
 // Broker names a peer as it ran.

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"saguin/bench/scenario"
+	"github.com/saguin-edge/saguin/bench/scenario"
 )
 
 func TestNumberKeepsThreeSignificantDigits(t *testing.T) {

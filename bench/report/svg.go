@@ -7,7 +7,7 @@ import (
 	"math"
 	"strings"
 
-	"saguin/bench/scenario"
+	"github.com/saguin-edge/saguin/bench/scenario"
 )
 
 // Chart geometry, in SVG user units.

@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"time"
 
-	"saguin/bench/loadgen"
-	"saguin/bench/proc"
+	"github.com/saguin-edge/saguin/bench/loadgen"
+	"github.com/saguin-edge/saguin/bench/proc"
 )
 
 func idleConns(p Profile, n int) Case {

@@ -6,8 +6,8 @@ import (
 	"sync"
 	"time"
 
-	"saguin/bench/loadgen"
-	"saguin/codec"
+	"github.com/saguin-edge/saguin/bench/loadgen"
+	"github.com/saguin-edge/saguin/codec"
 )
 
 // faninBatch is how many QoS 0 publishes one write carries.

@@ -5,9 +5,9 @@ import (
 	"fmt"
 	"time"
 
-	"saguin/bench/loadgen"
-	"saguin/bench/stats"
-	"saguin/codec"
+	"github.com/saguin-edge/saguin/bench/loadgen"
+	"github.com/saguin-edge/saguin/bench/stats"
+	"github.com/saguin-edge/saguin/codec"
 )
 
 const fanoutPayload = 128

@@ -8,7 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"saguin/bench/loadgen"
+	"github.com/saguin-edge/saguin/bench/loadgen"
 )
 
 // credit keeps QoS 0 publishers at most window messages ahead of what the

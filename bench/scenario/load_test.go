@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"saguin/bench/loadgen"
-	"saguin/codec"
+	"github.com/saguin-edge/saguin/bench/loadgen"
+	"github.com/saguin-edge/saguin/codec"
 )
 
 // busyAfter is a stand-in broker that accepts the first n CONNECTs and

@@ -6,8 +6,8 @@ import (
 	"sync"
 	"time"
 
-	"saguin/bench/loadgen"
-	"saguin/bench/stats"
+	"github.com/saguin-edge/saguin/bench/loadgen"
+	"github.com/saguin-edge/saguin/bench/stats"
 )
 
 const pubQ1Payload = 128

@@ -7,9 +7,9 @@ import (
 	"os"
 	"time"
 
-	"saguin/bench/machine"
-	"saguin/bench/peer"
-	"saguin/bench/proc"
+	"github.com/saguin-edge/saguin/bench/machine"
+	"github.com/saguin-edge/saguin/bench/peer"
+	"github.com/saguin-edge/saguin/bench/proc"
 )
 
 // Run is one case on one broker, one repetition.

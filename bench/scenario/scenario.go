@@ -14,7 +14,7 @@ import (
 	"syscall"
 	"time"
 
-	"saguin/bench/proc"
+	"github.com/saguin-edge/saguin/bench/proc"
 )
 
 // Better says which way a figure improves, for ratios and the chart.

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"saguin/bench/peer"
+	"github.com/saguin-edge/saguin/bench/peer"
 )
 
 func TestCreditHoldsPublishersWithinTheWindow(t *testing.T) {

@@ -6,9 +6,9 @@ import (
 	"sync"
 	"time"
 
-	"saguin/bench/loadgen"
-	"saguin/bench/proc"
-	"saguin/bench/stats"
+	"github.com/saguin-edge/saguin/bench/loadgen"
+	"github.com/saguin-edge/saguin/bench/proc"
+	"github.com/saguin-edge/saguin/bench/stats"
 )
 
 func slowSubscriber(p Profile) Case {

@@ -6,7 +6,7 @@ import (
 	"io"
 	"strings"
 
-	"saguin/config"
+	"github.com/saguin-edge/saguin/config"
 )
 
 func init() { registerMode("--check-config", runCheckConfig) }

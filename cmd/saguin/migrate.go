@@ -7,9 +7,9 @@ import (
 	"path/filepath"
 	"strings"
 
-	"saguin/store/lockfile"
-	"saguin/store/memory"
-	"saguin/store/sqlite"
+	"github.com/saguin-edge/saguin/store/lockfile"
+	"github.com/saguin-edge/saguin/store/memory"
+	"github.com/saguin-edge/saguin/store/sqlite"
 )
 
 // The offline migration commands (notes-0004 "Moving the records with the

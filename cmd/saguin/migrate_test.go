@@ -11,9 +11,9 @@ import (
 	"testing"
 	"time"
 
-	"saguin/store"
-	"saguin/store/memory"
-	"saguin/store/sqlite"
+	"github.com/saguin-edge/saguin/store"
+	"github.com/saguin-edge/saguin/store/memory"
+	"github.com/saguin-edge/saguin/store/sqlite"
 )
 
 var quietLog = slog.New(slog.NewTextHandler(io.Discard, nil))

@@ -7,10 +7,10 @@ import (
 	"log/slog"
 	"sync"
 
-	"saguin/config"
-	"saguin/store"
-	"saguin/store/memory"
-	"saguin/store/sqlite"
+	"github.com/saguin-edge/saguin/config"
+	"github.com/saguin-edge/saguin/store"
+	"github.com/saguin-edge/saguin/store/memory"
+	"github.com/saguin-edge/saguin/store/sqlite"
 )
 
 // storage is what the broker keeps its state in: the providers the

@@ -9,8 +9,8 @@ import (
 	"os"
 	"strings"
 
-	"saguin/codec/topic"
-	"saguin/config"
+	"github.com/saguin-edge/saguin/codec/topic"
+	"github.com/saguin-edge/saguin/config"
 )
 
 func init() { registerMode("--route", runRoute) }

@@ -13,9 +13,9 @@ import (
 	"syscall"
 	"time"
 
-	"saguin/broker"
-	"saguin/config"
-	"saguin/netloop"
+	"github.com/saguin-edge/saguin/broker"
+	"github.com/saguin-edge/saguin/config"
+	"github.com/saguin-edge/saguin/netloop"
 )
 
 // shutdownGrace bounds how long a stopping broker waits for its connections

@@ -4,9 +4,9 @@ import (
 	"fmt"
 	"log/slog"
 
-	"saguin/broker"
-	"saguin/config"
-	"saguin/netloop"
+	"github.com/saguin-edge/saguin/broker"
+	"github.com/saguin-edge/saguin/config"
+	"github.com/saguin-edge/saguin/netloop"
 )
 
 // netloopOptions maps the resolved configuration onto netloop's options.

@@ -6,8 +6,8 @@ import (
 	"path/filepath"
 	"testing"
 
-	"saguin/broker"
-	"saguin/config"
+	"github.com/saguin-edge/saguin/broker"
+	"github.com/saguin-edge/saguin/config"
 )
 
 func TestWritesLeaveTheLoopOnlyForASqliteProvider(t *testing.T) {

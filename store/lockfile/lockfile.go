@@ -18,7 +18,7 @@ import (
 
 	"github.com/mattn/go-sqlite3"
 
-	"saguin/store"
+	"github.com/saguin-edge/saguin/store"
 )
 
 // Lock is a held provider lock.

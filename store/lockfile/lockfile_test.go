@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"saguin/store"
+	"github.com/saguin-edge/saguin/store"
 )
 
 func TestSecondHolderOfALockIsRefusedNamingIt(t *testing.T) {

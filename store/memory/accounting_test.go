@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"saguin/store"
+	"github.com/saguin-edge/saguin/store"
 )
 
 // TestProviderBytesAreTheSumOfWhatItHolds drives every kind of store on one

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"saguin/store"
+	"github.com/saguin-edge/saguin/store"
 )
 
 func benchProvider(b *testing.B, dir string) *Provider {

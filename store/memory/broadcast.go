@@ -3,7 +3,7 @@ package memory
 import (
 	"fmt"
 
-	"saguin/store"
+	"github.com/saguin-edge/saguin/store"
 )
 
 type bentry struct {

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"sync"
 
-	"saguin/store"
+	"github.com/saguin-edge/saguin/store"
 )
 
 // chanCore is what every memory channel - append, latest, queue and the

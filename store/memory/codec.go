@@ -9,7 +9,7 @@ import (
 	"sort"
 	"time"
 
-	"saguin/store"
+	"github.com/saguin-edge/saguin/store"
 )
 
 // The snapshot format (docs/storage.md has the full layout). Our own magic and

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 
-	"saguin/store"
+	"github.com/saguin-edge/saguin/store"
 )
 
 // channelKind is what a channel file holds; it is written into the file and

@@ -3,8 +3,8 @@ package memory
 import (
 	"testing"
 
-	"saguin/store"
-	"saguin/store/storetest"
+	"github.com/saguin-edge/saguin/store"
+	"github.com/saguin-edge/saguin/store/storetest"
 )
 
 func openForScript(t *testing.T, cfg storetest.Config) (store.Provider, error) {

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"saguin/store"
+	"github.com/saguin-edge/saguin/store"
 )
 
 // Channel is one channel's whole stored state as a snapshot file holds it:

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"saguin/store"
+	"github.com/saguin-edge/saguin/store"
 )
 
 func TestChannelFileRoundTripsForTheMigrationCommands(t *testing.T) {

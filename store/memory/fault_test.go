@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"saguin/store"
+	"github.com/saguin-edge/saguin/store"
 )
 
 // childDirEnv makes the test binary act as a broker appending to a memory

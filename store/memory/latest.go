@@ -5,7 +5,7 @@ import (
 	"sort"
 	"time"
 
-	"saguin/store"
+	"github.com/saguin-edge/saguin/store"
 )
 
 // latestEntry is one slot of a latest channel's offset-ordered slice; a slot

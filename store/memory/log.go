@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"time"
 
-	"saguin/store"
+	"github.com/saguin-edge/saguin/store"
 )
 
 // chunkSize is how many records one block of a log holds; firstChunkCap is

@@ -15,8 +15,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"saguin/store"
-	"saguin/store/lockfile"
+	"github.com/saguin-edge/saguin/store"
+	"github.com/saguin-edge/saguin/store/lockfile"
 )
 
 // LockName is the lock file a memory provider takes in its snapshot_dir.

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"time"
 
-	"saguin/store"
+	"github.com/saguin-edge/saguin/store"
 )
 
 // qjob is one unresolved job with its volatile delivery state. Only job

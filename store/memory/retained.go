@@ -6,7 +6,7 @@ import (
 	"sync"
 	"time"
 
-	"saguin/store"
+	"github.com/saguin-edge/saguin/store"
 )
 
 // retainedStore is the retained store for broadcast topics: a map, bounded

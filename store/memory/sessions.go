@@ -6,7 +6,7 @@ import (
 	"sync"
 	"time"
 
-	"saguin/store"
+	"github.com/saguin-edge/saguin/store"
 )
 
 // sessState is one stored session with its window and broadcast-log cursor.

@@ -13,7 +13,7 @@ import (
 	"sync"
 	"time"
 
-	"saguin/store"
+	"github.com/saguin-edge/saguin/store"
 )
 
 // File names in a snapshot directory (docs/storage.md).

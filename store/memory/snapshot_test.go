@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"saguin/store"
+	"github.com/saguin-edge/saguin/store"
 )
 
 var t0 = time.Unix(1_700_000_000, 0)

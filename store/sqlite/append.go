@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"time"
 
-	"saguin/store"
+	"github.com/saguin-edge/saguin/store"
 )
 
 // logStore is an append channel (or a queue's dead-letter channel).

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"saguin/store"
+	"github.com/saguin-edge/saguin/store"
 )
 
 // The database of every benchmark is in the test's temporary directory:

@@ -4,7 +4,7 @@ import (
 	"database/sql"
 	"fmt"
 
-	"saguin/store"
+	"github.com/saguin-edge/saguin/store"
 )
 
 // broadcastLog is the one log of QoS 1/2 broadcasts owed to sessions that

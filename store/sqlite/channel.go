@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"sync/atomic"
 
-	"saguin/store"
+	"github.com/saguin-edge/saguin/store"
 )
 
 // channel is one row of the channels table and the counters kept beside it.

@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"saguin/store"
-	"saguin/store/storetest"
+	"github.com/saguin-edge/saguin/store"
+	"github.com/saguin-edge/saguin/store/storetest"
 )
 
 func openForScript(t *testing.T, cfg storetest.Config) (store.Provider, error) {

@@ -12,8 +12,8 @@ import (
 	"sort"
 	"strings"
 
-	"saguin/store"
-	"saguin/store/lockfile"
+	"github.com/saguin-edge/saguin/store"
+	"github.com/saguin-edge/saguin/store/lockfile"
 )
 
 // Channel is one channel's whole stored state, the form the offline

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"saguin/store"
+	"github.com/saguin-edge/saguin/store"
 )
 
 // faultChildEnv names the database a child process appends to until killed.

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"saguin/store"
+	"github.com/saguin-edge/saguin/store"
 )
 
 // stall parks the writer goroutine inside a read until release is called,

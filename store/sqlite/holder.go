@@ -5,7 +5,7 @@ import (
 	"errors"
 	"fmt"
 
-	"saguin/store"
+	"github.com/saguin-edge/saguin/store"
 )
 
 // holder keeps a channel's exactly-once publishes between PUBREC and PUBREL

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"time"
 
-	"saguin/store"
+	"github.com/saguin-edge/saguin/store"
 )
 
 // latestStore is a latest channel: latest_values keyed by (channel, topic),

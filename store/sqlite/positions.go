@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"saguin/store"
+	"github.com/saguin-edge/saguin/store"
 )
 
 // positions are the durable readers' cursors on one channel, in the same

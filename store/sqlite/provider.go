@@ -23,8 +23,8 @@ import (
 
 	sqlite3 "github.com/mattn/go-sqlite3"
 
-	"saguin/store"
-	"saguin/store/lockfile"
+	"github.com/saguin-edge/saguin/store"
+	"github.com/saguin-edge/saguin/store/lockfile"
 )
 
 // Defaults of the provider keys RFC 0002 gives a value for.

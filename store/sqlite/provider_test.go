@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"saguin/store"
+	"github.com/saguin-edge/saguin/store"
 )
 
 func testOptions(t testing.TB) store.SQLiteOptions {

@@ -8,7 +8,7 @@ import (
 	"sync"
 	"time"
 
-	"saguin/store"
+	"github.com/saguin-edge/saguin/store"
 )
 
 // queueStore is a queue: queue_items holds each unresolved record with its

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"unicode/utf8"
 
-	"saguin/store"
+	"github.com/saguin-edge/saguin/store"
 )
 
 // emptyBlob is bound for an empty payload: the driver binds a nil slice as

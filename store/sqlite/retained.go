@@ -3,7 +3,7 @@ package sqlite
 import (
 	"time"
 
-	"saguin/store"
+	"github.com/saguin-edge/saguin/store"
 )
 
 // broadcastExtra are the broadcast log's own columns on a records row.

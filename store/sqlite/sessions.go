@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"time"
 
-	"saguin/store"
+	"github.com/saguin-edge/saguin/store"
 )
 
 // sessionStore keeps persistent sessions in the sessions table (the Will as

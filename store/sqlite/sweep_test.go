@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"saguin/store"
+	"github.com/saguin-edge/saguin/store"
 )
 
 func TestSweepBySizeTrimsOnlyChannelsOverTheirRetentionBytes(t *testing.T) {

@@ -11,7 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"saguin/store"
+	"github.com/saguin-edge/saguin/store"
 )
 
 // Session-write grouping (notes-0004 "Group commit").

@@ -17,7 +17,7 @@ import (
 	"testing"
 	"time"
 
-	"saguin/store"
+	"github.com/saguin-edge/saguin/store"
 )
 
 // Config is what the script asks a provider to be opened with.

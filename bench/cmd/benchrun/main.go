@@ -23,10 +23,10 @@ import (
 	"syscall"
 	"time"
 
-	"saguin/bench/machine"
-	"saguin/bench/peer"
-	"saguin/bench/report"
-	"saguin/bench/scenario"
+	"github.com/saguin-edge/saguin/bench/machine"
+	"github.com/saguin-edge/saguin/bench/peer"
+	"github.com/saguin-edge/saguin/bench/report"
+	"github.com/saguin-edge/saguin/bench/scenario"
 )
 
 func main() {
@@ -209,7 +209,7 @@ func moduleRoot() (string, error) {
 	}
 	for {
 		raw, err := os.ReadFile(filepath.Join(dir, "go.mod"))
-		if err == nil && bytes.HasPrefix(bytes.TrimSpace(raw), []byte("module saguin\n")) {
+		if err == nil && bytes.HasPrefix(bytes.TrimSpace(raw), []byte("module github.com/saguin-edge/saguin\n")) {
 			return dir, nil
 		}
 		if err != nil && !errors.Is(err, os.ErrNotExist) {

@@ -1,4 +1,4 @@
-module saguin/bench/peers/mochi
+module github.com/saguin-edge/saguin/bench/peers/mochi
 
 go 1.26.0
 
