@@ -36,13 +36,14 @@ type storage struct {
 }
 
 // openStorage opens the providers the broker's state lives in. On failure
-// every provider already opened is closed again, releasing its lock.
-func openStorage(cfg *config.Config, hooks store.Hooks, log *slog.Logger) (st *storage, err error) {
-	st = &storage{}
+// every provider already opened is closed again, releasing its lock. The
+// cleanup closes its own copy of the storage: a `return nil, err` has already
+// set the named result to nil by the time a deferred function runs.
+func openStorage(cfg *config.Config, hooks store.Hooks, log *slog.Logger) (_ *storage, err error) {
+	st := &storage{}
 	defer func() {
 		if err != nil {
 			st.close()
-			st = nil
 		}
 	}()
 	byName := map[string]store.Provider{}
