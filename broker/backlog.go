@@ -764,19 +764,19 @@ func (l *backlog) end(s *session) {
 // ack_commit_interval until the broker closes.
 func (b *Broker) commitLoop() {
 	defer b.wg.Done()
-	t := time.NewTicker(b.opts.AckCommitInterval)
+	t := b.opts.Clock.NewTicker(b.opts.AckCommitInterval)
 	defer t.Stop()
 	var expire <-chan time.Time // nil, never ready, without expires_after
 	if ea := b.opts.ShareExpiresAfter; ea > 0 {
-		e := time.NewTicker(shareExpiryPeriod(ea))
+		e := b.opts.Clock.NewTicker(shareExpiryPeriod(ea))
 		defer e.Stop()
-		expire = e.C
+		expire = e.C()
 	}
 	for {
 		select {
 		case <-b.done:
 			return
-		case <-t.C:
+		case <-t.C():
 			b.bcast.commit()
 		case <-expire:
 			b.expireBacklogs(b.now())

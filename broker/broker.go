@@ -19,6 +19,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/saguin-edge/saguin/broker/clock"
 	"github.com/saguin-edge/saguin/codec"
 	"github.com/saguin-edge/saguin/codec/topic"
 	"github.com/saguin-edge/saguin/netloop"
@@ -78,8 +79,10 @@ type Options struct {
 	PublishRate      int64 // limits.publish_rate, messages a second per client; 0 none
 	PublishBytes     int64 // limits.publish_bytes, bytes a second per client; 0 none
 	Logger           *slog.Logger
-	// Now is the clock; nil is time.Now.
-	Now func() time.Time
+	// Clock is where the broker reads the time and arms its timers (session
+	// expiry, Will delays, the commit and share-expiry tickers, the publish
+	// budgets); nil is clock.Real.
+	Clock clock.Clock
 	// Counters are where the broker counts; nil gives it its own. Passed in
 	// so the store's hooks, which fire while the stores open, count there too.
 	Counters *Counters
@@ -151,7 +154,7 @@ type session struct {
 	// waits out its delay.
 	will *store.Will
 	// timer ends the session at its expiry, or publishes its Will.
-	timer *time.Timer
+	timer clock.Timer
 	// owed is what the session is owed from the broadcast log (backlog.go).
 	owed owedList
 	// done are the stored window entries of QoS 2 deliveries completed since
@@ -220,10 +223,8 @@ func New(opts Options) *Broker {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	if opts.Now == nil {
-		opts.Now = time.Now
-	}
-	b := &Broker{opts: opts, log: opts.Logger, now: opts.Now, seed: maphash.MakeSeed(), done: make(chan struct{}), counters: opts.Counters}
+	opts.Clock = clock.Or(opts.Clock)
+	b := &Broker{opts: opts, log: opts.Logger, now: opts.Clock.Now, seed: maphash.MakeSeed(), done: make(chan struct{}), counters: opts.Counters}
 	if b.counters == nil {
 		b.counters = new(Counters)
 	}
@@ -490,7 +491,7 @@ func (b *Broker) armExpiry(sh *shard, s *session) {
 		at = s.will.DueAt
 	}
 	gen := s.gen
-	s.timer = time.AfterFunc(at.Sub(b.now()), func() {
+	s.timer = b.opts.Clock.AfterFunc(at.Sub(b.now()), func() {
 		sh.mu.Lock()
 		defer sh.mu.Unlock()
 		if s.ended || s.gen != gen || s.client.Load() != nil {
@@ -585,7 +586,7 @@ func (b *Broker) Publish(c netloop.Client, p *codec.Publish) (codec.ReasonCode, 
 	// The rate comes first: before the topic is resolved or anything kept,
 	// so nothing accumulates whatever an over-eager client does. Said at
 	// debug, since a client held to its rate makes one line per publish.
-	if !b.budgets.take(c.ClientID(), len(p.Payload), time.Now()) {
+	if !b.budgets.take(c.ClientID(), len(p.Payload), b.now()) {
 		b.counters.PublishRefused.Add(netloop.ReasonPublishRateExceeded)
 		b.log.Debug("publish refused", "client_id", c.ClientID(), "topic", string(p.Topic), "code", codec.QuotaExceeded.String(), "why", "publish rate exceeded")
 		return codec.QuotaExceeded, "over limits.publish_rate or limits.publish_bytes"

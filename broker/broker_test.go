@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/saguin-edge/saguin/broker/clock"
 	"github.com/saguin-edge/saguin/codec"
 	"github.com/saguin-edge/saguin/netloop"
 )
@@ -87,19 +88,19 @@ func TestTheTakenOverConnectionsEndChangesNothing(t *testing.T) {
 }
 
 func TestSessionEndsWhenItsExpiryPasses(t *testing.T) {
-	b := newTestBroker(Options{})
+	clk := clock.NewFake(time.Now())
+	b := newTestBroker(Options{Clock: clk})
 	c := &fakeClient{id: "brief"}
 	connect(b, c, false, 1)
 	b.Disconnected(c, 1, true)
+	clk.WaitArmed(2) // the commit ticker and the session's expiry
+	clk.Advance(time.Second - time.Millisecond)
 	if b.Sessions() != 1 {
-		t.Fatal("the session did not outlive its connection")
+		t.Fatal("the session did not outlive its connection until its expiry")
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for b.Sessions() != 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("the session outlived its expiry")
-		}
-		time.Sleep(10 * time.Millisecond)
+	clk.Advance(time.Millisecond)
+	if b.Sessions() != 0 {
+		t.Fatal("the session outlived its expiry")
 	}
 }
 

@@ -1,10 +1,10 @@
 package broker
 
 import (
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/saguin-edge/saguin/broker/clock"
 	"github.com/saguin-edge/saguin/netloop"
 )
 
@@ -72,19 +72,15 @@ func TestSharedGroupLeavesNothingInTheStoreWithItsLastMember(t *testing.T) {
 // A backlogged delivery held past broker.share.expires_after is dropped,
 // counted, and leaves the log, its bytes given back.
 func TestBacklogHeldPastShareExpiresAfterLeavesTheLog(t *testing.T) {
-	var mu sync.Mutex
-	now := time.Unix(1_700_000_000, 0)
-	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	clk := clock.NewFake(time.Unix(1_700_000_000, 0))
 	st := newStores(t, 0)
-	b := st.broker(t, Options{Now: clock, ShareExpiresAfter: time.Minute})
+	b := st.broker(t, Options{Clock: clk, ShareExpiresAfter: time.Minute})
 	a := shareMember(t, b, "m-a", 3600)
 	b.Disconnected(a, 3600, false)
 	publish(b, "p", "jobs/x", "old", 1, false)
-	mu.Lock()
-	now = now.Add(2 * time.Minute)
-	mu.Unlock()
+	clk.Advance(2 * time.Minute)
 	publish(b, "p", "jobs/x", "new", 1, false)
-	b.expireBacklogs(clock())
+	b.expireBacklogs(clk.Now())
 	b.bcast.commit()
 	if n := st.sessions.Log().Len(); n != 1 {
 		t.Fatalf("the log holds %d messages, want only the one inside expires_after", n)
@@ -131,7 +127,7 @@ func TestDeliveryAGroupHandedAMemberIsOwedToItAgainAfterARestart(t *testing.T) {
 func TestMemberThatExpiredWhileStoppedGivesItsGroupDeliveriesBack(t *testing.T) {
 	now := time.Unix(1_700_000_000, 0)
 	st := newStores(t, 0)
-	b := st.broker(t, Options{Now: func() time.Time { return now }})
+	b := st.broker(t, Options{Clock: clock.NewFake(now)})
 	a := shareMember(t, b, "m-a", 60)
 	other := shareMember(t, b, "m-b", 3600)
 	b.Disconnected(a, 60, false)
@@ -142,7 +138,7 @@ func TestMemberThatExpiredWhileStoppedGivesItsGroupDeliveriesBack(t *testing.T) 
 	back.waitPayloads(t, "job") // never acknowledged
 	b.Disconnected(back, 60, false)
 	later := now.Add(10 * time.Minute) // m-a's 60 s run out while stopped
-	b = st.restart(t, b, Options{Now: func() time.Time { return later }})
+	b = st.restart(t, b, Options{Clock: clock.NewFake(later)})
 	if _, ok, _ := st.sessions.Get("m-a"); ok {
 		t.Fatal("the expired member's session is still stored")
 	}

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/saguin-edge/saguin/broker/clock"
 	"github.com/saguin-edge/saguin/codec"
 	"github.com/saguin-edge/saguin/netloop"
 	"github.com/saguin-edge/saguin/store"
@@ -231,18 +232,21 @@ func TestACleanStartAfterADisconnectStoresOnlyTheNewSession(t *testing.T) {
 }
 
 func TestASessionThatExpiresWhileItsDisconnectIsStoredStaysEnded(t *testing.T) {
-	b, g := sqliteBroker(t, Options{})
+	clk := clock.NewFake(time.Now())
+	b, g := sqliteBroker(t, Options{Clock: clk})
 	c := &ackClient{id: "dev"}
 	connectAs(t, b, c, true, 1, nil)
 	disconnectGated(t, b, g, c, 1, false)
 	// The expiry ends it in memory while the disconnect's write still waits:
 	// the timer queues the ending behind it rather than waiting on disk.
-	deadline := time.Now().Add(5 * time.Second)
-	for b.Sessions() != 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("the session never expired")
-		}
-		time.Sleep(10 * time.Millisecond)
+	clk.WaitArmed(2) // the commit ticker and the session's expiry
+	clk.Advance(time.Second - time.Millisecond)
+	if b.Sessions() != 1 {
+		t.Fatal("the session ended a millisecond before its expiry")
+	}
+	clk.Advance(time.Millisecond)
+	if b.Sessions() != 0 {
+		t.Fatal("the session never expired")
 	}
 	g.release()
 	b.later.wait()

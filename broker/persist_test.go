@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/saguin-edge/saguin/broker/clock"
 	"github.com/saguin-edge/saguin/codec"
 	"github.com/saguin-edge/saguin/netloop"
 	"github.com/saguin-edge/saguin/store"
@@ -305,14 +306,13 @@ func TestRetainedValueIsKeptInTheRetainedStoreAcrossARestart(t *testing.T) {
 
 func TestRetainedValueWithAnExpiredMessageExpiryIsNotSent(t *testing.T) {
 	st := newStores(t, 0)
-	now := time.Now()
-	clock := func() time.Time { return now }
-	b := st.broker(t, Options{Now: clock})
+	clk := clock.NewFake(time.Now())
+	b := st.broker(t, Options{Clock: clk})
 	p := &codec.Publish{QoS: 0, Retain: true, Topic: []byte("t"), Payload: []byte("v")}
 	p.Properties.MessageExpiry = 5
 	p.Properties.Present.Set(codec.PropMessageExpiry)
 	b.Publish(&ackClient{id: "p"}, p)
-	now = now.Add(6 * time.Second)
+	clk.Advance(6 * time.Second)
 	c := &ackClient{id: "s"}
 	connectAs(t, b, c, true, 0, nil)
 	b.Subscribe(c, []byte("t"), netloop.SubscribeOptions{QoS: 1})
@@ -389,13 +389,13 @@ func TestFullProviderLetsTheLogsOldestMessagesGoCounted(t *testing.T) {
 func TestRestoredSessionExpiryIsCappedByTheCurrentMaxSessionExpiry(t *testing.T) {
 	st := newStores(t, 0)
 	now := time.Now()
-	b := st.broker(t, Options{Now: func() time.Time { return now }})
+	b := st.broker(t, Options{Clock: clock.NewFake(now)})
 	c := &ackClient{id: "dev"}
 	connectAs(t, b, c, true, 3600, nil)
 	b.Disconnected(c, 3600, false)
 	b.Close()
 	later := now.Add(2 * time.Minute)
-	b = st.broker(t, Options{MaxSessionExpiry: time.Minute, Now: func() time.Time { return later }})
+	b = st.broker(t, Options{MaxSessionExpiry: time.Minute, Clock: clock.NewFake(later)})
 	if n := b.Counters().SessionExpiryShortened.Load(); n != 1 {
 		t.Fatalf("sessions shortened counted %d, want 1", n)
 	}

@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/saguin-edge/saguin/broker/clock"
 	"github.com/saguin-edge/saguin/codec"
 	"github.com/saguin-edge/saguin/netloop"
 )
@@ -76,20 +77,34 @@ func TestWillDelayWaitsAndAResumeCancelsIt(t *testing.T) {
 }
 
 func TestWillDelayIsPublishedWhenItRunsOut(t *testing.T) {
-	b := newStores(t, 0).broker(t, Options{})
+	clk := clock.NewFake(time.Now())
+	b := newStores(t, 0).broker(t, Options{Clock: clk})
 	w := watcher(t, b, "status/#")
 	c := &ackClient{id: "dev"}
 	connectAs(t, b, c, true, 60, will(1))
 	b.Disconnected(c, 60, false)
+	clk.WaitArmed(2) // the commit ticker and the Will's delay
+	clk.Advance(time.Second - time.Millisecond)
+	if got := w.payloads(); len(got) != 0 {
+		t.Fatalf("the Will went out a millisecond before its delay ran out: %q", got)
+	}
+	clk.Advance(time.Millisecond)
 	w.waitPayloads(t, "offline")
 }
 
 func TestWillOnASessionShorterThanItsDelayIsPublishedAtSessionEnd(t *testing.T) {
-	b := newStores(t, 0).broker(t, Options{})
+	clk := clock.NewFake(time.Now())
+	b := newStores(t, 0).broker(t, Options{Clock: clk})
 	w := watcher(t, b, "status/#")
 	c := &ackClient{id: "dev"}
 	connectAs(t, b, c, true, 1, will(3600))
 	b.Disconnected(c, 1, false)
+	clk.WaitArmed(2) // the commit ticker and the session's expiry
+	clk.Advance(time.Second - time.Millisecond)
+	if got := w.payloads(); len(got) != 0 {
+		t.Fatalf("the Will went out a millisecond before its session ended: %q", got)
+	}
+	clk.Advance(time.Millisecond)
 	w.waitPayloads(t, "offline")
 }
 
@@ -134,7 +149,7 @@ func TestGracefulStopFiresNoWillAndKeepsItWithNoDueMoment(t *testing.T) {
 func TestWillThatCameDueWhileStoppedIsPublishedAtStart(t *testing.T) {
 	st := newStores(t, 0)
 	now := time.Now()
-	b := st.broker(t, Options{Now: func() time.Time { return now }})
+	b := st.broker(t, Options{Clock: clock.NewFake(now)})
 	c := &ackClient{id: "dev"}
 	retained := will(5)
 	retained.Retain = true
@@ -145,7 +160,7 @@ func TestWillThatCameDueWhileStoppedIsPublishedAtStart(t *testing.T) {
 		t.Fatal("the Will went out before its delay")
 	}
 	later := now.Add(10 * time.Second)
-	b = st.broker(t, Options{Now: func() time.Time { return later }})
+	b = st.broker(t, Options{Clock: clock.NewFake(later)})
 	r, ok, _ := st.retained.Get("status/dev")
 	if !ok || string(r.Payload) != "offline" {
 		t.Fatal("a Will due while the broker was stopped was not published at the start")
@@ -158,7 +173,7 @@ func TestWillThatCameDueWhileStoppedIsPublishedAtStart(t *testing.T) {
 func TestWillOfAnExpiredSessionIsPublishedAtStartBeforeItEnds(t *testing.T) {
 	st := newStores(t, 0)
 	now := time.Now()
-	b := st.broker(t, Options{Now: func() time.Time { return now }})
+	b := st.broker(t, Options{Clock: clock.NewFake(now)})
 	c := &ackClient{id: "dev"}
 	retained := will(3600)
 	retained.Retain = true
@@ -166,7 +181,7 @@ func TestWillOfAnExpiredSessionIsPublishedAtStartBeforeItEnds(t *testing.T) {
 	b.Disconnected(c, 60, false)
 	b.Close()
 	later := now.Add(2 * time.Minute)
-	b = st.broker(t, Options{Now: func() time.Time { return later }})
+	b = st.broker(t, Options{Clock: clock.NewFake(later)})
 	if _, ok, _ := st.retained.Get("status/dev"); !ok {
 		t.Fatal("the Will of a session that expired while stopped was not published")
 	}
@@ -201,14 +216,23 @@ func TestWillKeptWithNoDueMomentAtAStopIsPublishedWhenTheSessionExpires(t *testi
 	b.Stop()
 	b.Disconnected(c, 1, false)
 	b.Close()
-	b = st.broker(t, Options{}) // away from now, for its one second
+	// Its own clock: the first broker's timers stay on the real one.
+	clk := clock.NewFake(time.Now())
+	b = st.broker(t, Options{Clock: clk}) // away from now, for its one second
+	clk.WaitArmed(2)                      // the commit ticker and the session's expiry
+	clk.Advance(time.Second - time.Millisecond)
+	if _, ok, _ := st.retained.Get("status/dev"); ok || b.Sessions() != 1 {
+		t.Fatal("the session kept through a stop ended, or its Will went out, a millisecond before its expiry")
+	}
+	clk.Advance(time.Millisecond)
+	// The ending's writes are queued behind the client id's others: waited for.
 	deadline := time.Now().Add(5 * time.Second)
 	for {
 		if r, ok, _ := st.retained.Get("status/dev"); ok && string(r.Payload) == "offline" {
 			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatal("the Will kept through a stop was not published when its session expired")
+			t.Fatalf("the Will kept through a stop was not published when its session expired (%d sessions, %d armed)", b.Sessions(), clk.Armed())
 		}
 		time.Sleep(10 * time.Millisecond)
 	}

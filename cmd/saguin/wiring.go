@@ -5,6 +5,7 @@ import (
 	"log/slog"
 
 	"github.com/saguin-edge/saguin/broker"
+	"github.com/saguin-edge/saguin/broker/clock"
 	"github.com/saguin-edge/saguin/config"
 	"github.com/saguin-edge/saguin/netloop"
 )
@@ -79,6 +80,7 @@ func brokerOptions(cfg *config.Config, st *storage, log *slog.Logger) broker.Opt
 		SessionsWaitOnDisk: st.sessionsOnDisk,
 		RetainedWaitOnDisk: st.retainedOnDisk,
 		AwaitClient:        st.awaitClient,
+		Clock:              clock.Real,
 		Logger:             log,
 	}
 }
