@@ -8,10 +8,16 @@ BENCHTIME ?= 1s
 SOAKTIME  ?= 30s
 CONFIG    ?= examples/saguin.yaml
 
-.PHONY: build test test-deps vet fuzz bench bench-full bench-deps microbench demo soak clean
+.PHONY: build licenses test test-deps vet fuzz bench bench-full bench-deps microbench demo soak clean
 
 build:
 	$(GO) build -o $(BIN) ./cmd/saguin
+
+# The licence text `saguin --licenses` prints, regenerated from the packages
+# that reach the binary; cmd/saguin's TestLicensesDoNotDrift fails until it is
+# run after a dependency changes.
+licenses:
+	$(GO) run ./scripts/genlicenses -o cmd/saguin/licenses.txt
 
 vet:
 	$(GO) vet ./...

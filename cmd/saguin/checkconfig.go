@@ -9,7 +9,13 @@ import (
 	"github.com/saguin-edge/saguin/config"
 )
 
-func init() { registerMode("--check-config", runCheckConfig) }
+func init() {
+	registerMode("--check-config", modeDoc{
+		usage:   "--check-config FILE [--output]",
+		summary: "validate a configuration and every file it names, touching no storage; --output prints it resolved",
+		flags:   []string{"--output"},
+	}, runCheckConfig)
+}
 
 // runCheckConfig is --check-config FILE [--output]: validate the whole
 // configuration, open every file it names, and create, write or bind nothing
@@ -67,7 +73,7 @@ func checkConfigArgs(args []string) (path string, output bool, err error) {
 		case "--json":
 			return "", false, errors.New("--json is for --route and --acl; --check-config --output prints the resolved configuration as YAML")
 		default:
-			return "", false, fmt.Errorf("%s is not an argument of --check-config: saguin --check-config FILE [--output]", a)
+			return "", false, fmt.Errorf("%s is not an argument of --check-config%s: saguin --check-config FILE [--output]", a, didYouMean(name, []string{"--check-config", "--output"}))
 		}
 	}
 	if path == "" {

@@ -24,10 +24,16 @@ import (
 // machine, on a directory restored from backup; --config with them is
 // refused rather than ignored.
 func init() {
-	registerMode("--snapshots-to-sqlite", func(args []string, stdout, stderr io.Writer) int {
+	registerMode("--snapshots-to-sqlite", modeDoc{
+		usage:   "--snapshots-to-sqlite SNAPSHOT_DIR DB_FILE",
+		summary: "with the broker stopped, carry a memory provider's channels into a new sqlite database",
+	}, func(args []string, stdout, stderr io.Writer) int {
 		return runMigration("--snapshots-to-sqlite", args, stdout, stderr, snapshotsToSQLite)
 	})
-	registerMode("--sqlite-to-snapshots", func(args []string, stdout, stderr io.Writer) int {
+	registerMode("--sqlite-to-snapshots", modeDoc{
+		usage:   "--sqlite-to-snapshots DB_FILE SNAPSHOT_DIR",
+		summary: "with the broker stopped, carry a sqlite database's channels into a new snapshot directory",
+	}, func(args []string, stdout, stderr io.Writer) int {
 		return runMigration("--sqlite-to-snapshots", args, stdout, stderr, sqliteToSnapshots)
 	})
 }
@@ -49,7 +55,7 @@ func runMigration(flag string, args []string, stdout, stderr io.Writer, run migr
 			fmt.Fprintf(stderr, "saguin: %s takes no --config: a migration works only on the paths it is given\n", flag)
 			return 2
 		case strings.HasPrefix(a, "-"):
-			fmt.Fprintf(stderr, "saguin: %s: unknown argument %s\n", flag, a)
+			fmt.Fprintf(stderr, "saguin: %s: unknown argument %s%s\n", flag, a, didYouMean(name, []string{flag, "--config"}))
 			return 2
 		default:
 			paths = append(paths, a)

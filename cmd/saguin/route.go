@@ -13,7 +13,13 @@ import (
 	"github.com/saguin-edge/saguin/config"
 )
 
-func init() { registerMode("--route", runRoute) }
+func init() {
+	registerMode("--route", modeDoc{
+		usage:   "--route CONFIG [TOPIC-OR-FILTER] [--json]",
+		summary: "say which channel a topic lands in or a filter is served from; without one, answer a list on stdin",
+		flags:   []string{"--json"},
+	}, runRoute)
+}
 
 // routeInput is where the list form reads: standard input, which tests replace.
 var routeInput io.Reader = os.Stdin
@@ -117,7 +123,7 @@ func routeArgs(args []string) (path, subject string, asJSON bool, err error) {
 		case a == "--output":
 			return "", "", false, errors.New("--output is for --check-config: saguin --check-config FILE --output")
 		case strings.HasPrefix(a, "--"):
-			return "", "", false, fmt.Errorf("%s is not an argument of --route: %s", a, usage)
+			return "", "", false, fmt.Errorf("%s is not an argument of --route%s: %s", a, didYouMean(name, []string{"--route", "--json"}), usage)
 		default:
 			operands = append(operands, a)
 		}

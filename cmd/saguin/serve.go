@@ -22,7 +22,9 @@ import (
 // to take their DISCONNECT and close; write_timeout bounds each of them too.
 const shutdownGrace = 10 * time.Second
 
-func init() { registerMode("--config", runServe) }
+func init() {
+	registerMode("--config", modeDoc{usage: "--config FILE", summary: "run the broker on the configuration FILE until SIGTERM or SIGINT"}, runServe)
+}
 
 // service is something the broker runs beside its MQTT doors - the
 // operations listener, bridges - registered from its own file so that
@@ -161,7 +163,7 @@ func configPath(args []string) (string, error) {
 		case strings.HasPrefix(a, "--config="):
 			path = strings.TrimPrefix(a, "--config=")
 		default:
-			return "", fmt.Errorf("%q is not understood with --config", a)
+			return "", fmt.Errorf("%q is not understood with --config%s", a, didYouMean(a, []string{"--config"}))
 		}
 	}
 	if path == "" {
