@@ -9,7 +9,7 @@ import (
 
 	"github.com/saguin-edge/saguin/codec"
 	"github.com/saguin-edge/saguin/codec/topic"
-	"github.com/saguin-edge/saguin/netloop"
+	"github.com/saguin-edge/saguin/netloop/delivery"
 	"github.com/saguin-edge/saguin/store"
 )
 
@@ -95,7 +95,7 @@ func (o *owedList) firstUnsent() int {
 // sent with (MQTT-4.4.0-1) without a write per delivery to remember it. Two
 // messages a session has in flight at once share one only when their offsets
 // are a multiple of 65,535 apart; the connection then gives the later a new
-// one (netloop.Delivery.PacketID).
+// one (delivery.Delivery.PacketID).
 func packetIDFor(offset uint64) uint16 {
 	return uint16((offset-1)%65535 + 1)
 }
@@ -138,7 +138,7 @@ func (a *awaySet) add(s *session) {
 // (notes-0003 "When the publisher is answered"). A provider with no room
 // keeps nothing: the loss is the away sessions', counted for each, and the
 // connected ones are sent it from memory.
-func (l *backlog) keep(publisher string, p *codec.Publish, set *awaySet, m *netloop.Message) {
+func (l *backlog) keep(publisher string, p *codec.Publish, set *awaySet, m *delivery.Message) {
 	e, err := l.log.Append(store.BroadcastEntry{Record: recordOf(p, publisher, l.b.now())})
 	for tries := 0; tries < roomTries && store.IsFull(err) && l.makeRoom(nil, "a message owed to sessions", 1<<tries); tries++ {
 		e, err = l.log.Append(store.BroadcastEntry{Record: recordOf(p, publisher, l.b.now())})
@@ -148,7 +148,7 @@ func (l *backlog) keep(publisher string, p *codec.Publish, set *awaySet, m *netl
 		for _, s := range set.sessions {
 			if ref := s.client.Load(); ref != nil {
 				if m == nil {
-					m = netloop.NewMessage(p)
+					m = delivery.NewMessage(p)
 				}
 				r := store.Record{Topic: string(p.Topic), ClientID: publisher, QoS: p.QoS, Retain: p.Retain}
 				sh := l.b.shard(s.id)
@@ -335,7 +335,7 @@ func (l *backlog) eachSession(held *shard, fn func(*session)) {
 // (BroadcastEntry.OwedTo) and sends it as d under the identifier its offset
 // gives. false when the log did not take it: the caller sends it from memory.
 // Called with no shard lock held.
-func (l *backlog) keepFor(s *session, c netloop.Client, r *store.Record, m *netloop.Message, d netloop.Delivery) bool {
+func (l *backlog) keepFor(s *session, c delivery.Client, r *store.Record, m *delivery.Message, d delivery.Delivery) bool {
 	e, err := l.log.Append(store.BroadcastEntry{Record: *r, OwedTo: s.id})
 	if err != nil {
 		if !store.IsFull(err) {
@@ -371,7 +371,7 @@ func (l *backlog) keepFor(s *session, c netloop.Client, r *store.Record, m *netl
 
 // keepLogged makes the sessions in away owe a message already in the log at
 // offset; one nobody is owed is released at the next commit.
-func (l *backlog) keepLogged(offset uint64, size int64, away *awaySet, m *netloop.Message) {
+func (l *backlog) keepLogged(offset uint64, size int64, away *awaySet, m *delivery.Message) {
 	if len(away.sessions) == 0 {
 		l.unownAll(offset)
 		return
@@ -397,7 +397,7 @@ func (l *backlog) unownAll(offset uint64) {
 // including one that came back between the match and the write, whose
 // resume has passed. m is the message built from e, or nil. Called with no
 // shard lock held.
-func (l *backlog) owedBy(e *store.BroadcastEntry, size int64, set *awaySet, m *netloop.Message) {
+func (l *backlog) owedBy(e *store.BroadcastEntry, size int64, set *awaySet, m *delivery.Message) {
 	l.mu.Lock()
 	l.refs[e.Offset] = len(set.sessions)
 	l.mu.Unlock()
@@ -540,7 +540,7 @@ func (l *backlog) hasRoom(s *session, size int64) bool {
 // in log order, while it has room: at a resume (after what its last
 // connection left unfinished) and as acknowledgements make room. What the log
 // no longer holds is not owed. Shard lock held.
-func (l *backlog) pump(s *session, c netloop.Client) {
+func (l *backlog) pump(s *session, c delivery.Client) {
 	o := &s.owed
 	now := l.b.now()
 	for {
@@ -599,7 +599,7 @@ func (l *backlog) pump(s *session, c netloop.Client) {
 // Published, under the packet identifier its offset gives. An entry no filter
 // matches any more, or that expired, is released as though acknowledged and
 // false returned. Shard lock held.
-func (l *backlog) sendOne(s *session, c netloop.Client, e *store.BroadcastEntry, m *netloop.Message, j int) bool {
+func (l *backlog) sendOne(s *session, c delivery.Client, e *store.BroadcastEntry, m *delivery.Message, j int) bool {
 	d, ok := s.deliveryFor(&e.Record)
 	if ok && m == nil {
 		l.b.counters.DeliveriesExpired.Add(1)
@@ -624,7 +624,7 @@ func (l *backlog) sendOne(s *session, c netloop.Client, e *store.BroadcastEntry,
 // from the log is stored in the session's window (released, under its
 // packet identifier) before the PUBREL goes, so a restart resumes the
 // exchange with the PUBREL and never sends the message again.
-func (b *Broker) Received(c netloop.Client, offset uint64, packetID uint16) bool {
+func (b *Broker) Received(c delivery.Client, offset uint64, packetID uint16) bool {
 	sh := b.shard(c.ClientID())
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
@@ -654,7 +654,7 @@ func (b *Broker) Received(c netloop.Client, offset uint64, packetID uint16) bool
 
 // deliveryFor is how a stored message goes to s now, from its current
 // subscriptions; ok is false when none matches. Shard lock held.
-func (s *session) deliveryFor(r *store.Record) (d netloop.Delivery, ok bool) {
+func (s *session) deliveryFor(r *store.Record) (d delivery.Delivery, ok bool) {
 	for f, sub := range s.filters {
 		if sub.noLocal && r.ClientID == s.id || strings.HasPrefix(f, topic.SharePrefix) || !topic.Match(f, r.Topic) {
 			continue
@@ -677,7 +677,7 @@ func (s *session) deliveryFor(r *store.Record) (d netloop.Delivery, ok bool) {
 // commit (broker.session.ack_commit_interval), off the connection's loop.
 // Offset 0 is a shared group's delivery from memory. Either way the window
 // place it gives back may let a group the client is a member of drain.
-func (b *Broker) Acked(c netloop.Client, offset uint64) {
+func (b *Broker) Acked(c delivery.Client, offset uint64) {
 	sh := b.shard(c.ClientID())
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
@@ -707,7 +707,7 @@ func (b *Broker) Acked(c netloop.Client, offset uint64) {
 // resend makes s's entry at offset one not handed over, and pumps: it was
 // on a connection that no longer owns the session, which will not finish it.
 // A re-send says DUP. Shard lock held.
-func (l *backlog) resend(s *session, c netloop.Client, offset uint64) {
+func (l *backlog) resend(s *session, c delivery.Client, offset uint64) {
 	o := &s.owed
 	i := o.find(offset)
 	if i < 0 || !o.entries[i].sent {

@@ -23,6 +23,7 @@ import (
 	"github.com/saguin-edge/saguin/codec"
 	"github.com/saguin-edge/saguin/codec/topic"
 	"github.com/saguin-edge/saguin/netloop"
+	"github.com/saguin-edge/saguin/netloop/delivery"
 	"github.com/saguin-edge/saguin/store"
 	"github.com/saguin-edge/saguin/store/memory"
 )
@@ -171,10 +172,10 @@ type session struct {
 	// takenFrom is the connection this session was taken over from while
 	// it still held it: its unfinished deliveries, handed back as it ends,
 	// belong to this session's new connection (resume.go).
-	takenFrom netloop.Client
+	takenFrom delivery.Client
 	// carry are the deliveries its last connection left unfinished, sent
 	// again first when it resumes (resume.go). Kept in memory only.
-	carry []netloop.Unfinished
+	carry []delivery.Unfinished
 	// ended is set once the session ended: late acknowledgements and
 	// timers find it and do nothing.
 	ended bool
@@ -188,7 +189,7 @@ type session struct {
 }
 
 // clientRef boxes the interface so it can sit in an atomic.Pointer.
-type clientRef struct{ c netloop.Client }
+type clientRef struct{ c delivery.Client }
 
 // New returns a broker with opts (zero fields take RFC 0002's defaults).
 // Restore loads what the stores kept; Stop and Close end it.
@@ -283,7 +284,7 @@ func (b *Broker) shard(id string) *shard {
 // Connect attaches c to the session its client id names, taking it over from
 // a connection that holds it (0x8E to the old one), or starting it new; a
 // session whose expiry passed is ended first, whatever the sweep did.
-func (b *Broker) Connect(c netloop.Client, req *netloop.ConnectRequest) (bool, codec.ReasonCode) {
+func (b *Broker) Connect(c delivery.Client, req *netloop.ConnectRequest) (bool, codec.ReasonCode) {
 	now := b.now()
 	var will *store.Will
 	if req.Will != nil {
@@ -301,7 +302,7 @@ func (b *Broker) Connect(c netloop.Client, req *netloop.ConnectRequest) (bool, c
 	release := b.lockSettled(sh, req.ClientID)
 	defer release()
 	s := sh.sessions[req.ClientID]
-	var old netloop.Client
+	var old delivery.Client
 	if s != nil {
 		if ref := s.client.Load(); ref != nil {
 			old = ref.c
@@ -426,7 +427,7 @@ func (s *session) expired(now time.Time) bool {
 // whatever comes next for the client id finds the end already made, and the
 // writes - the cursor, then the record or the ending - are queued behind the
 // id's earlier ones (storeLater), never waited for on the loop.
-func (b *Broker) Disconnected(c netloop.Client, sessionExpiry uint32, graceful bool) {
+func (b *Broker) Disconnected(c delivery.Client, sessionExpiry uint32, graceful bool) {
 	id := c.ClientID()
 	sh := b.shard(id)
 	sh.mu.Lock()
@@ -582,12 +583,12 @@ func (b *Broker) storageFailed(what, clientID string, err error) {
 
 // Publish routes p to the subscribers it reaches and answers its PUBACK
 // code, with why for a refusal.
-func (b *Broker) Publish(c netloop.Client, p *codec.Publish) (codec.ReasonCode, string) {
+func (b *Broker) Publish(c delivery.Client, p *codec.Publish) (codec.ReasonCode, string) {
 	// The rate comes first: before the topic is resolved or anything kept,
 	// so nothing accumulates whatever an over-eager client does. Said at
 	// debug, since a client held to its rate makes one line per publish.
 	if !b.budgets.take(c.ClientID(), len(p.Payload), b.now()) {
-		b.counters.PublishRefused.Add(netloop.ReasonPublishRateExceeded)
+		b.counters.PublishRefused.Add(delivery.ReasonPublishRateExceeded)
 		b.log.Debug("publish refused", "client_id", c.ClientID(), "topic", string(p.Topic), "code", codec.QuotaExceeded.String(), "why", "publish rate exceeded")
 		return codec.QuotaExceeded, "over limits.publish_rate or limits.publish_bytes"
 	}
@@ -624,7 +625,7 @@ func headers(p *codec.Properties) (n, size int) {
 // 0002: every refusal is logged, so one with no reply at all is still
 // visible; RFC 0005 counts it by its code).
 func (b *Broker) refusePublish(clientID string, p *codec.Publish, code codec.ReasonCode, why string) (codec.ReasonCode, string) {
-	b.counters.PublishRefused.Add(netloop.ReasonOf(code))
+	b.counters.PublishRefused.Add(delivery.ReasonOf(code))
 	return b.logRefusal(clientID, p, code, why)
 }
 
@@ -654,8 +655,8 @@ func (b *Broker) route(publisher string, p *codec.Publish) (codec.ReasonCode, st
 // exactly-once publish) and the sessions away are made to owe it there.
 func (b *Broker) routeLogged(publisher string, p *codec.Publish, offset uint64, size int64) {
 	// Built at the first delivery, from the pool: what keeps it takes a
-	// reference, and routing it allocates nothing (netloop.Message).
-	var m *netloop.Message
+	// reference, and routing it allocates nothing (delivery.Message).
+	var m *delivery.Message
 	away := b.bcast.scratch()
 	ms := matchPool.Get().(*matches)
 	defer ms.release()
@@ -688,9 +689,9 @@ func (b *Broker) routeLogged(publisher string, p *codec.Publish, offset uint64, 
 			continue
 		}
 		if m == nil {
-			m = netloop.AcquireMessage(p)
+			m = delivery.AcquireMessage(p)
 		}
-		ref.c.Deliver(m, netloop.Delivery{QoS: qos, Retain: p.Retain && x.rap, SubscriptionIDs: x.ids})
+		ref.c.Deliver(m, delivery.Delivery{QoS: qos, Retain: p.Retain && x.rap, SubscriptionIDs: x.ids})
 	}
 	switch {
 	case offset != 0:
@@ -758,7 +759,7 @@ func (b *Broker) undeliverableWill(t []byte) string {
 // Subscribe grants one filter (the QoS asked for, at most 2), records it in
 // the session store before the SUBACK, and sends the retained messages it
 // matches; a refusal comes with why.
-func (b *Broker) Subscribe(c netloop.Client, f []byte, o netloop.SubscribeOptions) (codec.ReasonCode, string) {
+func (b *Broker) Subscribe(c delivery.Client, f []byte, o delivery.SubscribeOptions) (codec.ReasonCode, string) {
 	filter := string(f)
 	inner, code, why, shared := b.checkShared(c, filter)
 	if !shared {
@@ -854,7 +855,7 @@ func (b *Broker) Subscribe(c netloop.Client, f []byte, o netloop.SubscribeOption
 // Unsubscribe removes one filter: 0x00, or 0x11 when the session held none.
 // The UNSUBACK follows the stored removal; a store that cannot forget the
 // filter leaves it subscribed and answers 0x83.
-func (b *Broker) Unsubscribe(c netloop.Client, f []byte) codec.ReasonCode {
+func (b *Broker) Unsubscribe(c delivery.Client, f []byte) codec.ReasonCode {
 	filter := string(f)
 	id := c.ClientID()
 	sh := b.shard(id)

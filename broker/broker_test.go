@@ -10,6 +10,7 @@ import (
 	"github.com/saguin-edge/saguin/broker/clock"
 	"github.com/saguin-edge/saguin/codec"
 	"github.com/saguin-edge/saguin/netloop"
+	"github.com/saguin-edge/saguin/netloop/delivery"
 )
 
 // fakeClient records what the broker hands a connection.
@@ -23,7 +24,7 @@ type fakeClient struct {
 
 func (f *fakeClient) ClientID() string { return f.id }
 func (f *fakeClient) Version() byte    { return codec.Version5 }
-func (f *fakeClient) Deliver(m *netloop.Message, d netloop.Delivery) bool {
+func (f *fakeClient) Deliver(m *delivery.Message, d delivery.Delivery) bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.got = append(f.got, string(m.Payload))
@@ -31,6 +32,9 @@ func (f *fakeClient) Deliver(m *netloop.Message, d netloop.Delivery) bool {
 	return true
 }
 func (f *fakeClient) Kick(r codec.ReasonCode) { f.mu.Lock(); f.kicked = r; f.mu.Unlock() }
+
+// CanTake: a fake takes whatever it is given.
+func (f *fakeClient) CanTake(*delivery.Message, delivery.Delivery) bool { return true }
 
 func (f *fakeClient) payloads() []string {
 	f.mu.Lock()
@@ -56,7 +60,7 @@ func pub(b *Broker, from *fakeClient, topic, payload string, retain bool) codec.
 	return code
 }
 
-func subscribe(b *Broker, c *fakeClient, filter string, o netloop.SubscribeOptions) codec.ReasonCode {
+func subscribe(b *Broker, c *fakeClient, filter string, o delivery.SubscribeOptions) codec.ReasonCode {
 	code, _ := b.Subscribe(c, []byte(filter), o)
 	return code
 }
@@ -76,13 +80,13 @@ func TestTheTakenOverConnectionsEndChangesNothing(t *testing.T) {
 	old, newer := &fakeClient{id: "x"}, &fakeClient{id: "x"}
 	connect(b, old, true, 0)
 	connect(b, newer, true, 0)
-	subscribe(b, newer, "t", netloop.SubscribeOptions{QoS: 1})
+	subscribe(b, newer, "t", delivery.SubscribeOptions{QoS: 1})
 	b.Disconnected(old, 0, false) // arrives after the takeover
 	pub(b, &fakeClient{id: "p"}, "t", "still", false)
 	if got := newer.payloads(); len(got) != 1 {
 		t.Fatalf("the new connection lost its session to the old one's end: %v", got)
 	}
-	if code := subscribe(b, old, "u", netloop.SubscribeOptions{}); code != codec.UnspecifiedError {
+	if code := subscribe(b, old, "u", delivery.SubscribeOptions{}); code != codec.UnspecifiedError {
 		t.Fatalf("the old connection changed the session: 0x%02x", byte(code))
 	}
 }
@@ -108,7 +112,7 @@ func TestReconnectInsideTheExpiryResumesTheSession(t *testing.T) {
 	b := newTestBroker(Options{})
 	c := &fakeClient{id: "back"}
 	connect(b, c, false, 60)
-	subscribe(b, c, "k/#", netloop.SubscribeOptions{QoS: 1})
+	subscribe(b, c, "k/#", delivery.SubscribeOptions{QoS: 1})
 	b.Disconnected(c, 60, true)
 	again := &fakeClient{id: "back"}
 	if !connect(b, again, false, 60) {
@@ -124,7 +128,7 @@ func TestNoLocalWithholdsTheClientsOwnPublishes(t *testing.T) {
 	b := newTestBroker(Options{})
 	c := &fakeClient{id: "self"}
 	connect(b, c, true, 0)
-	subscribe(b, c, "echo", netloop.SubscribeOptions{QoS: 1, NoLocal: true})
+	subscribe(b, c, "echo", delivery.SubscribeOptions{QoS: 1, NoLocal: true})
 	pub(b, c, "echo", "mine", false)
 	if got := c.payloads(); len(got) != 0 {
 		t.Fatalf("own publish delivered under No Local: %v", got)
@@ -137,14 +141,14 @@ func TestRetainedMessageIsSentOnSubscribeAndDeletedByAnEmptyPayload(t *testing.T
 	pub(b, p, "r/1", "state", true)
 	s := &fakeClient{id: "s"}
 	connect(b, s, true, 0)
-	subscribe(b, s, "r/#", netloop.SubscribeOptions{QoS: 1})
+	subscribe(b, s, "r/#", delivery.SubscribeOptions{QoS: 1})
 	if got := s.payloads(); len(got) != 1 || got[0] != "state" || !s.retains[0] {
 		t.Fatalf("got %v retain %v, want the retained value with RETAIN", got, s.retains)
 	}
 	pub(b, p, "r/1", "", true)
 	late := &fakeClient{id: "late"}
 	connect(b, late, true, 0)
-	subscribe(b, late, "r/#", netloop.SubscribeOptions{QoS: 1})
+	subscribe(b, late, "r/#", delivery.SubscribeOptions{QoS: 1})
 	if got := late.payloads(); len(got) != 0 {
 		t.Fatalf("a deleted retained value was sent: %v", got)
 	}
@@ -191,15 +195,15 @@ func TestSubscribeRefusals(t *testing.T) {
 		"$SYS/#":          codec.NotAuthorized,
 		"$SHARE/g/a":      codec.TopicFilterInvalid,
 	} {
-		if got := subscribe(b, c, filter, netloop.SubscribeOptions{QoS: 1}); got != want {
+		if got := subscribe(b, c, filter, delivery.SubscribeOptions{QoS: 1}); got != want {
 			t.Errorf("%s: 0x%02x, want 0x%02x", filter, byte(got), byte(want))
 		}
 	}
-	subscribe(b, c, "x", netloop.SubscribeOptions{})
-	if got := subscribe(b, c, "y", netloop.SubscribeOptions{}); got != codec.QuotaExceeded {
+	subscribe(b, c, "x", delivery.SubscribeOptions{})
+	if got := subscribe(b, c, "y", delivery.SubscribeOptions{}); got != codec.QuotaExceeded {
 		t.Fatalf("a third filter past max_subscriptions 2: 0x%02x, want 0x97", byte(got))
 	}
-	if got := subscribe(b, c, "x", netloop.SubscribeOptions{QoS: 2}); got != codec.GrantedQoS2 {
+	if got := subscribe(b, c, "x", delivery.SubscribeOptions{QoS: 2}); got != codec.GrantedQoS2 {
 		t.Fatalf("replacing a held filter: 0x%02x, want granted", byte(got))
 	}
 }
@@ -208,7 +212,7 @@ func TestTakeoverOfAConnectionBoundSessionStartsAFreshOne(t *testing.T) {
 	b := newTestBroker(Options{})
 	old := &fakeClient{id: "bound"}
 	connect(b, old, true, 0)
-	subscribe(b, old, "t", netloop.SubscribeOptions{QoS: 1})
+	subscribe(b, old, "t", delivery.SubscribeOptions{QoS: 1})
 	newer := &fakeClient{id: "bound"}
 	if connect(b, newer, false, 60) {
 		t.Fatal("Session Present 1 for a session that ended with the connection it took over")
@@ -223,8 +227,8 @@ func TestOverlappingFiltersGetOneCopyAtTheHighestQoSWithEveryIdentifier(t *testi
 	b := newTestBroker(Options{})
 	c := &recordingClient{fakeClient: fakeClient{id: "over"}}
 	b.Connect(c, &netloop.ConnectRequest{Version: 5, ClientID: c.id, CleanStart: true})
-	b.Subscribe(c, []byte("o/#"), netloop.SubscribeOptions{QoS: 0, SubscriptionID: 5})
-	b.Subscribe(c, []byte("o/+"), netloop.SubscribeOptions{QoS: 1, SubscriptionID: 6})
+	b.Subscribe(c, []byte("o/#"), delivery.SubscribeOptions{QoS: 0, SubscriptionID: 5})
+	b.Subscribe(c, []byte("o/+"), delivery.SubscribeOptions{QoS: 1, SubscriptionID: 6})
 	pub(b, &fakeClient{id: "p"}, "o/x", "one", false)
 	if len(c.deliveries) != 1 {
 		t.Fatalf("%d copies, want one", len(c.deliveries))
@@ -241,8 +245,8 @@ func TestFanOutToManySessionsDeliversOneCopyEach(t *testing.T) {
 	for i := 0; i < 40; i++ {
 		c := &fakeClient{id: "s" + string(rune('A'+i))}
 		connect(b, c, true, 0)
-		subscribe(b, c, "f/#", netloop.SubscribeOptions{QoS: 1})
-		subscribe(b, c, "f/+", netloop.SubscribeOptions{QoS: 1})
+		subscribe(b, c, "f/#", delivery.SubscribeOptions{QoS: 1})
+		subscribe(b, c, "f/+", delivery.SubscribeOptions{QoS: 1})
 		subs = append(subs, c)
 	}
 	pub(b, &fakeClient{id: "p"}, "f/x", "m", false)
@@ -256,10 +260,10 @@ func TestFanOutToManySessionsDeliversOneCopyEach(t *testing.T) {
 // recordingClient keeps every Delivery it is handed.
 type recordingClient struct {
 	fakeClient
-	deliveries []netloop.Delivery
+	deliveries []delivery.Delivery
 }
 
-func (r *recordingClient) Deliver(m *netloop.Message, d netloop.Delivery) bool {
+func (r *recordingClient) Deliver(m *delivery.Message, d delivery.Delivery) bool {
 	r.deliveries = append(r.deliveries, d)
 	return r.fakeClient.Deliver(m, d)
 }

@@ -3,7 +3,7 @@ package broker
 import (
 	"sync/atomic"
 
-	"github.com/saguin-edge/saguin/netloop"
+	"github.com/saguin-edge/saguin/netloop/delivery"
 	"github.com/saguin-edge/saguin/store"
 )
 
@@ -38,7 +38,7 @@ type Counters struct {
 	// into publish rate exceeded and inflight allowance exceeded - QoS 0
 	// ones included and the $SYS refusal left out, as RFC 0005 says
 	// (saguin_publish_refused_total{reason}).
-	PublishRefused netloop.ReasonCounts
+	PublishRefused delivery.ReasonCounts
 	// Subscriptions: the filters every session holds, plain and shared
 	// (saguin_subscriptions).
 	Subscriptions atomic.Int64

@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/saguin-edge/saguin/codec"
-	"github.com/saguin-edge/saguin/netloop"
+	"github.com/saguin-edge/saguin/netloop/delivery"
 )
 
 // waitCount waits for a count to read want: a Will goes out on its own
@@ -29,7 +29,7 @@ func TestAPublishNobodySubscribesToCountsAsBroadcastUnmatched(t *testing.T) {
 	b := newTestBroker(Options{})
 	s := &fakeClient{id: "s"}
 	connect(b, s, true, 0)
-	subscribe(b, s, "heard/#", netloop.SubscribeOptions{QoS: 1})
+	subscribe(b, s, "heard/#", delivery.SubscribeOptions{QoS: 1})
 	p := &fakeClient{id: "p"}
 	pub(b, p, "heard/1", "x", false)
 	pub(b, p, "event/x", "mistyped", false)
@@ -63,14 +63,14 @@ func TestARefusedPublishIsCountedUnderItsReason(t *testing.T) {
 		{QoS: 0, Topic: []byte("$saguin/x")},
 		{QoS: 1, Topic: []byte("$SYS/x")}, // RFC 0005 counts this one nowhere
 	}
-	from := []netloop.Client{c, other, other}
+	from := []delivery.Client{c, other, other}
 	for i, p := range refusals {
 		if code, _ := b.Publish(from[i], p); !code.IsError() {
 			t.Fatalf("refusal %d was accepted", i)
 		}
 	}
 	got := map[string]uint64{}
-	b.Counters().PublishRefused.Each(func(r netloop.Reason, n uint64) { got[r.String()] = n })
+	b.Counters().PublishRefused.Each(func(r delivery.Reason, n uint64) { got[r.String()] = n })
 	want := map[string]uint64{"publish rate exceeded": 1, "inflight allowance exceeded": 1, "topic name invalid": 1}
 	if len(got) != len(want) {
 		t.Fatalf("publish refused %v, want %v", got, want)
@@ -86,10 +86,10 @@ func TestSubscriptionsCountsEveryFilterHeldUntilItGoes(t *testing.T) {
 	b := newTestBroker(Options{})
 	c := &fakeClient{id: "dev"}
 	connect(b, c, true, 60)
-	subscribe(b, c, "a", netloop.SubscribeOptions{QoS: 1})
-	subscribe(b, c, "a", netloop.SubscribeOptions{QoS: 0}) // replaces, adds none
-	subscribe(b, c, "b/#", netloop.SubscribeOptions{QoS: 1})
-	subscribe(b, c, "$SYS/#", netloop.SubscribeOptions{QoS: 1}) // refused, held nowhere
+	subscribe(b, c, "a", delivery.SubscribeOptions{QoS: 1})
+	subscribe(b, c, "a", delivery.SubscribeOptions{QoS: 0}) // replaces, adds none
+	subscribe(b, c, "b/#", delivery.SubscribeOptions{QoS: 1})
+	subscribe(b, c, "$SYS/#", delivery.SubscribeOptions{QoS: 1}) // refused, held nowhere
 	if n := b.Counters().Subscriptions.Load(); n != 2 {
 		t.Fatalf("subscriptions %d after two filters, want 2", n)
 	}
@@ -198,7 +198,7 @@ func TestASharedDeliveryNoMemberCanTakeCountsAsNoSharedMember(t *testing.T) {
 	m := shareMember(t, b, "m-a", 0)
 	full := &refusingClient{ackClient: ackClient{id: "m-b"}}
 	connectAs(t, b, full, true, 0, nil)
-	b.Subscribe(full, []byte("$share/g/jobs/#"), netloop.SubscribeOptions{QoS: 1})
+	b.Subscribe(full, []byte("$share/g/jobs/#"), delivery.SubscribeOptions{QoS: 1})
 	b.Disconnected(m, 0, false)
 	publish(b, "p", "jobs/1", "lost", 1, false)
 	if n := b.Counters().SharesDroppedNoMember.Load(); n != 1 {

@@ -1,7 +1,7 @@
 package broker
 
 import (
-	"github.com/saguin-edge/saguin/netloop"
+	"github.com/saguin-edge/saguin/netloop/delivery"
 	"github.com/saguin-edge/saguin/store"
 )
 
@@ -89,7 +89,7 @@ func (b *Broker) giveBack(s *session, back []givenBack) []store.Returned {
 		case g == nil:
 			b.shareDropped()
 			b.bcast.unown(x.offset)
-		case b.handMessage(g, m, netloop.Delivery{QoS: got[0].QoS, Retain: got[0].Retain}, s):
+		case b.handMessage(g, m, delivery.Delivery{QoS: got[0].QoS, Retain: got[0].Retain}, s):
 			b.bcast.unown(x.offset)
 		case g.durable():
 			if j := b.bcast.owe(g.standIn, x.offset, x.size); j >= 0 {

@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/saguin-edge/saguin/broker/clock"
-	"github.com/saguin-edge/saguin/netloop"
+	"github.com/saguin-edge/saguin/netloop/delivery"
 )
 
 const jobsGroup = "$share/g/jobs/#"
@@ -53,7 +53,7 @@ func TestSharedGroupLeavesNothingInTheStoreWithItsLastMember(t *testing.T) {
 	if _, ok, _ := st.sessions.GroupCursor(jobsGroup); ok {
 		t.Fatal("the group's cursor outlived its last member's UNSUBSCRIBE")
 	}
-	b.Subscribe(a, []byte(jobsGroup), netloop.SubscribeOptions{QoS: 1})
+	b.Subscribe(a, []byte(jobsGroup), delivery.SubscribeOptions{QoS: 1})
 	b.Disconnected(a, 60, false)
 	publish(b, "p", "jobs/x", "1", 1, false)
 	if n := st.sessions.Log().Len(); n != 1 {

@@ -11,7 +11,7 @@ import (
 
 	"github.com/saguin-edge/saguin/broker/clock"
 	"github.com/saguin-edge/saguin/codec"
-	"github.com/saguin-edge/saguin/netloop"
+	"github.com/saguin-edge/saguin/netloop/delivery"
 	"github.com/saguin-edge/saguin/store"
 	"github.com/saguin-edge/saguin/store/sqlite"
 )
@@ -116,7 +116,7 @@ func within(t *testing.T, what string, done <-chan struct{}) {
 
 // disconnectGated ends c's connection with its record write held at the
 // gate, and fails t unless Disconnected returned meanwhile.
-func disconnectGated(t *testing.T, b *Broker, g *slowSessions, c netloop.Client, expiry uint32, graceful bool) {
+func disconnectGated(t *testing.T, b *Broker, g *slowSessions, c delivery.Client, expiry uint32, graceful bool) {
 	t.Helper()
 	g.armed.Store("Update")
 	returned := make(chan struct{})
@@ -208,7 +208,7 @@ func TestACleanStartAfterADisconnectStoresOnlyTheNewSession(t *testing.T) {
 	c := &ackClient{id: "dev"}
 	connectAs(t, b, c, true, 60, nil)
 	<-awaited
-	b.Subscribe(c, []byte("old/#"), netloop.SubscribeOptions{QoS: 1})
+	b.Subscribe(c, []byte("old/#"), delivery.SubscribeOptions{QoS: 1})
 	disconnectGated(t, b, g, c, 60, false)
 
 	started := make(chan struct{})
@@ -306,7 +306,7 @@ func TestAStoredPubrecNeverHoldsAnotherClientOfItsShard(t *testing.T) {
 	one, two := shardmates(b)
 	sub, other := &ackClient{id: one}, &ackClient{id: two}
 	connectAs(t, b, sub, true, 60, nil)
-	b.Subscribe(sub, []byte("t"), netloop.SubscribeOptions{QoS: 2})
+	b.Subscribe(sub, []byte("t"), delivery.SubscribeOptions{QoS: 2})
 	connectAs(t, b, other, true, 60, nil)
 	publish(b, "p", "t", "x", 1, false)
 	sub.waitPayloads(t, "x")
@@ -333,12 +333,12 @@ func TestAFilterBeingStoredNeverHoldsAnotherClientOfItsShard(t *testing.T) {
 			slow, other := &ackClient{id: one}, &ackClient{id: two}
 			connectAs(t, b, slow, true, 60, nil)
 			connectAs(t, b, other, true, 60, nil)
-			b.Subscribe(slow, []byte("u"), netloop.SubscribeOptions{QoS: 1})
+			b.Subscribe(slow, []byte("u"), delivery.SubscribeOptions{QoS: 1})
 			g.armed.Store(write)
 			answered := make(chan codec.ReasonCode, 1)
 			go func() {
 				if write == "Subscribe" {
-					code, _ := b.Subscribe(slow, []byte("t"), netloop.SubscribeOptions{QoS: 1})
+					code, _ := b.Subscribe(slow, []byte("t"), delivery.SubscribeOptions{QoS: 1})
 					answered <- code
 				} else {
 					answered <- b.Unsubscribe(slow, []byte("u"))

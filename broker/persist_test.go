@@ -11,6 +11,7 @@ import (
 	"github.com/saguin-edge/saguin/broker/clock"
 	"github.com/saguin-edge/saguin/codec"
 	"github.com/saguin-edge/saguin/netloop"
+	"github.com/saguin-edge/saguin/netloop/delivery"
 	"github.com/saguin-edge/saguin/store"
 	"github.com/saguin-edge/saguin/store/memory"
 )
@@ -28,7 +29,7 @@ type ackClient struct {
 
 func (f *ackClient) ClientID() string { return f.id }
 func (f *ackClient) Version() byte    { return codec.Version5 }
-func (f *ackClient) Deliver(m *netloop.Message, d netloop.Delivery) bool {
+func (f *ackClient) Deliver(m *delivery.Message, d delivery.Delivery) bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.got = append(f.got, string(m.Payload))
@@ -38,7 +39,8 @@ func (f *ackClient) Deliver(m *netloop.Message, d netloop.Delivery) bool {
 	f.pids = append(f.pids, d.PacketID)
 	return true
 }
-func (f *ackClient) Kick(codec.ReasonCode) {}
+func (f *ackClient) Kick(codec.ReasonCode)                             {}
+func (f *ackClient) CanTake(*delivery.Message, delivery.Delivery) bool { return true }
 
 func (f *ackClient) payloads() []string {
 	f.mu.Lock()
@@ -106,7 +108,7 @@ func (st stores) restart(t *testing.T, b *Broker, o Options) *Broker {
 	return st.broker(t, o)
 }
 
-func connectAs(t *testing.T, b *Broker, c netloop.Client, clean bool, expiry uint32, will *codec.Publish) (bool, codec.ReasonCode, *netloop.ConnectRequest) {
+func connectAs(t *testing.T, b *Broker, c delivery.Client, clean bool, expiry uint32, will *codec.Publish) (bool, codec.ReasonCode, *netloop.ConnectRequest) {
 	t.Helper()
 	req := &netloop.ConnectRequest{Version: 5, ClientID: c.ClientID(), CleanStart: clean, SessionExpiry: expiry, Will: will}
 	present, code := b.Connect(c, req)
@@ -123,7 +125,7 @@ func TestSessionIsPresentAfterARestartOnTheSameStore(t *testing.T) {
 	b := st.broker(t, Options{})
 	c := &ackClient{id: "dev"}
 	connectAs(t, b, c, true, 60, nil)
-	b.Subscribe(c, []byte("t/#"), netloop.SubscribeOptions{QoS: 1})
+	b.Subscribe(c, []byte("t/#"), delivery.SubscribeOptions{QoS: 1})
 	b.Disconnected(c, 60, true)
 	b = st.restart(t, b, Options{})
 	c2 := &ackClient{id: "dev"}
@@ -139,7 +141,7 @@ func TestAwaySessionIsSentWhatItMissedOnResumeInOrder(t *testing.T) {
 	b := st.broker(t, Options{})
 	c := &ackClient{id: "dev"}
 	connectAs(t, b, c, true, 60, nil)
-	b.Subscribe(c, []byte("t"), netloop.SubscribeOptions{QoS: 2})
+	b.Subscribe(c, []byte("t"), delivery.SubscribeOptions{QoS: 2})
 	b.Disconnected(c, 60, false)
 	for _, p := range []string{"1", "2", "3"} {
 		if code := publish(b, "p", "t", p, 1, false); code != codec.Success {
@@ -159,7 +161,7 @@ func TestQoS0IsNotKeptForAnAwaySession(t *testing.T) {
 	b := st.broker(t, Options{})
 	c := &ackClient{id: "dev"}
 	connectAs(t, b, c, true, 60, nil)
-	b.Subscribe(c, []byte("t"), netloop.SubscribeOptions{QoS: 1})
+	b.Subscribe(c, []byte("t"), delivery.SubscribeOptions{QoS: 1})
 	b.Disconnected(c, 60, false)
 	publish(b, "p", "t", "q0", 0, false)
 	if n := st.sessions.Log().Len(); n != 0 {
@@ -172,7 +174,7 @@ func TestAwaySessionIsOwedItsMessagesAcrossARestart(t *testing.T) {
 	b := st.broker(t, Options{})
 	c := &ackClient{id: "dev"}
 	connectAs(t, b, c, true, 60, nil)
-	b.Subscribe(c, []byte("t"), netloop.SubscribeOptions{QoS: 1})
+	b.Subscribe(c, []byte("t"), delivery.SubscribeOptions{QoS: 1})
 	b.Disconnected(c, 60, false)
 	publish(b, "p", "t", "a", 1, false)
 	publish(b, "p", "t", "b", 1, false)
@@ -187,7 +189,7 @@ func TestAcknowledgedLogMessagesAreNotSentAgainAfterARestart(t *testing.T) {
 	b := st.broker(t, Options{})
 	c := &ackClient{id: "dev"}
 	connectAs(t, b, c, true, 60, nil)
-	b.Subscribe(c, []byte("t"), netloop.SubscribeOptions{QoS: 1})
+	b.Subscribe(c, []byte("t"), delivery.SubscribeOptions{QoS: 1})
 	b.Disconnected(c, 60, false)
 	for _, p := range []string{"a", "b", "c"} {
 		publish(b, "p", "t", p, 1, false)
@@ -214,7 +216,7 @@ func TestAcknowledgementsAreCommittedWithinTheAckCommitInterval(t *testing.T) {
 	b := st.broker(t, Options{AckCommitInterval: 20 * time.Millisecond})
 	c := &ackClient{id: "dev"}
 	connectAs(t, b, c, true, 60, nil)
-	b.Subscribe(c, []byte("t"), netloop.SubscribeOptions{QoS: 1})
+	b.Subscribe(c, []byte("t"), delivery.SubscribeOptions{QoS: 1})
 	b.Disconnected(c, 60, false)
 	publish(b, "p", "t", "a", 1, false)
 	c2 := &ackClient{id: "dev"}
@@ -239,7 +241,7 @@ func TestSessionQueueBytesLetsTheOldestOwedMessageGo(t *testing.T) {
 	b := st.broker(t, Options{SessionQueueBytes: 10})
 	c := &ackClient{id: "dev"}
 	connectAs(t, b, c, true, 60, nil)
-	b.Subscribe(c, []byte("t"), netloop.SubscribeOptions{QoS: 1})
+	b.Subscribe(c, []byte("t"), delivery.SubscribeOptions{QoS: 1})
 	b.Disconnected(c, 60, false)
 	publish(b, "p", "t", "aaaa", 1, false) // 5 bytes with the topic
 	publish(b, "p", "t", "bbbb", 1, false)
@@ -259,7 +261,7 @@ func TestADurableSessionHasAtMostHalfOfSessionQueueBytesOnTheWire(t *testing.T) 
 	b := st.broker(t, Options{SessionQueueBytes: 40})
 	c := &ackClient{id: "dev"}
 	connectAs(t, b, c, true, 60, nil)
-	b.Subscribe(c, []byte("t"), netloop.SubscribeOptions{QoS: 1})
+	b.Subscribe(c, []byte("t"), delivery.SubscribeOptions{QoS: 1})
 	for _, p := range []string{"111111111", "222222222", "333333333"} { // 10 bytes each with the topic
 		publish(b, "p", "t", p, 1, false)
 	}
@@ -273,12 +275,12 @@ func TestASubscriptionMadeLaterDoesNotReachBackIntoTheLog(t *testing.T) {
 	b := st.broker(t, Options{})
 	a := &ackClient{id: "a"}
 	connectAs(t, b, a, true, 60, nil)
-	b.Subscribe(a, []byte("t"), netloop.SubscribeOptions{QoS: 1})
+	b.Subscribe(a, []byte("t"), delivery.SubscribeOptions{QoS: 1})
 	b.Disconnected(a, 60, false)
 	publish(b, "p", "t", "old", 1, false)
 	late := &ackClient{id: "late"}
 	connectAs(t, b, late, true, 60, nil)
-	b.Subscribe(late, []byte("t"), netloop.SubscribeOptions{QoS: 1})
+	b.Subscribe(late, []byte("t"), delivery.SubscribeOptions{QoS: 1})
 	b.Disconnected(late, 60, false)
 	b = st.restart(t, b, Options{})
 	late2 := &ackClient{id: "late"}
@@ -297,7 +299,7 @@ func TestRetainedValueIsKeptInTheRetainedStoreAcrossARestart(t *testing.T) {
 	b = st.restart(t, b, Options{})
 	c := &ackClient{id: "s"}
 	connectAs(t, b, c, true, 0, nil)
-	b.Subscribe(c, []byte("home/#"), netloop.SubscribeOptions{QoS: 1})
+	b.Subscribe(c, []byte("home/#"), delivery.SubscribeOptions{QoS: 1})
 	c.waitPayloads(t, "21")
 	if !c.retains[0] {
 		t.Fatal("a retained value was sent without RETAIN")
@@ -315,7 +317,7 @@ func TestRetainedValueWithAnExpiredMessageExpiryIsNotSent(t *testing.T) {
 	clk.Advance(6 * time.Second)
 	c := &ackClient{id: "s"}
 	connectAs(t, b, c, true, 0, nil)
-	b.Subscribe(c, []byte("t"), netloop.SubscribeOptions{QoS: 1})
+	b.Subscribe(c, []byte("t"), delivery.SubscribeOptions{QoS: 1})
 	if got := c.payloads(); len(got) != 0 {
 		t.Fatalf("an expired retained value was sent: %q", got)
 	}
@@ -352,8 +354,8 @@ func TestSubscribeIntoAFullSessionStoreIsQuotaExceeded(t *testing.T) {
 	b := st.broker(t, Options{})
 	c := &ackClient{id: "first"}
 	connectAs(t, b, c, true, 60, nil)
-	b.Subscribe(c, []byte("a"), netloop.SubscribeOptions{QoS: 1})
-	if code, _ := b.Subscribe(c, []byte("b/c/d"), netloop.SubscribeOptions{QoS: 1}); code != codec.QuotaExceeded {
+	b.Subscribe(c, []byte("a"), delivery.SubscribeOptions{QoS: 1})
+	if code, _ := b.Subscribe(c, []byte("b/c/d"), delivery.SubscribeOptions{QoS: 1}); code != codec.QuotaExceeded {
 		t.Fatalf("SUBSCRIBE past the store's room answered 0x%02x, want 0x97", byte(code))
 	}
 	publish(b, "p", "b/c/d", "x", 0, false)
@@ -367,7 +369,7 @@ func TestFullProviderLetsTheLogsOldestMessagesGoCounted(t *testing.T) {
 	b := st.broker(t, Options{})
 	c := &ackClient{id: "dev"}
 	connectAs(t, b, c, true, 60, nil)
-	b.Subscribe(c, []byte("t"), netloop.SubscribeOptions{QoS: 1})
+	b.Subscribe(c, []byte("t"), delivery.SubscribeOptions{QoS: 1})
 	b.Disconnected(c, 60, false)
 	payload := string(make([]byte, 500))
 	for i := range 20 {
@@ -410,7 +412,7 @@ func TestRetainedValueSentAtSubscribeToADurableSessionIsResentAfterARestartUntil
 	publish(b, "p", "home/temp", "21", 1, true)
 	c := &ackClient{id: "dev"}
 	connectAs(t, b, c, true, 60, nil)
-	b.Subscribe(c, []byte("home/#"), netloop.SubscribeOptions{QoS: 1})
+	b.Subscribe(c, []byte("home/#"), delivery.SubscribeOptions{QoS: 1})
 	c.waitPayloads(t, "21")
 	if c.offsets[0] == 0 {
 		t.Fatal("the retained value was not kept in the log for the durable session")
@@ -429,7 +431,7 @@ func TestConcurrentPublishersLeaveAnAwaySessionsOwedListInLogOrder(t *testing.T)
 	b := st.broker(t, Options{})
 	c := &ackClient{id: "dev"}
 	connectAs(t, b, c, true, 60, nil)
-	b.Subscribe(c, []byte("t/#"), netloop.SubscribeOptions{QoS: 1})
+	b.Subscribe(c, []byte("t/#"), delivery.SubscribeOptions{QoS: 1})
 	b.Disconnected(c, 60, false)
 	var wg sync.WaitGroup
 	for w := range 4 {
@@ -468,7 +470,7 @@ func TestQoS2DeliveryWhosePubrecWasStoredResumesWithItsPubrelAfterARestart(t *te
 	b := st.broker(t, Options{})
 	c := &ackClient{id: "dev"}
 	connectAs(t, b, c, true, 60, nil)
-	b.Subscribe(c, []byte("t"), netloop.SubscribeOptions{QoS: 2})
+	b.Subscribe(c, []byte("t"), delivery.SubscribeOptions{QoS: 2})
 	pub := &ackClient{id: "p"}
 	connectAs(t, b, pub, true, 0, nil)
 	if code, _ := b.Publish(pub, &codec.Publish{QoS: 2, PacketID: 1, Topic: []byte("t"), Payload: []byte("once")}); code != codec.Success {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/saguin-edge/saguin/codec"
 	"github.com/saguin-edge/saguin/netloop"
+	"github.com/saguin-edge/saguin/netloop/delivery"
 	"github.com/saguin-edge/saguin/store"
 	"github.com/saguin-edge/saguin/store/sqlite"
 )
@@ -16,10 +17,11 @@ import (
 // broker's side of a publish alone.
 type sink struct{ id string }
 
-func (s *sink) ClientID() string                                { return s.id }
-func (s *sink) Version() byte                                   { return codec.Version5 }
-func (s *sink) Deliver(*netloop.Message, netloop.Delivery) bool { return true }
-func (s *sink) Kick(codec.ReasonCode)                           {}
+func (s *sink) ClientID() string                                  { return s.id }
+func (s *sink) Version() byte                                     { return codec.Version5 }
+func (s *sink) Deliver(*delivery.Message, delivery.Delivery) bool { return true }
+func (s *sink) Kick(codec.ReasonCode)                             {}
+func (s *sink) CanTake(*delivery.Message, delivery.Delivery) bool { return true }
 
 // benchBroadcast publishes at qos to subs subscribers whose sessions end with
 // their connection (the broadcast path: no store is written).
@@ -29,7 +31,7 @@ func benchBroadcast(b *testing.B, subs int, qos byte) {
 	for i := range subs {
 		c := &sink{id: fmt.Sprintf("sub-%d", i)}
 		br.Connect(c, &netloop.ConnectRequest{Version: 5, ClientID: c.id, CleanStart: true})
-		br.Subscribe(c, []byte("fleet/+/temp"), netloop.SubscribeOptions{QoS: 1})
+		br.Subscribe(c, []byte("fleet/+/temp"), delivery.SubscribeOptions{QoS: 1})
 	}
 	pub := &sink{id: "pub"}
 	br.Connect(pub, &netloop.ConnectRequest{Version: 5, ClientID: pub.id, CleanStart: true})
@@ -57,11 +59,12 @@ type ackSink struct {
 
 func (s *ackSink) ClientID() string { return s.id }
 func (s *ackSink) Version() byte    { return codec.Version5 }
-func (s *ackSink) Deliver(_ *netloop.Message, d netloop.Delivery) bool {
+func (s *ackSink) Deliver(_ *delivery.Message, d delivery.Delivery) bool {
 	s.last = d.Offset
 	return true
 }
-func (s *ackSink) Kick(codec.ReasonCode) {}
+func (s *ackSink) Kick(codec.ReasonCode)                             {}
+func (s *ackSink) CanTake(*delivery.Message, delivery.Delivery) bool { return true }
 
 // benchDurable is a QoS 1 broadcast to one connected session that outlives
 // its connection, acknowledged at once: one log write per publish, released
@@ -72,7 +75,7 @@ func benchDurable(b *testing.B, o Options) {
 	defer br.Close()
 	c := &ackSink{id: "durable"}
 	br.Connect(c, &netloop.ConnectRequest{Version: 5, ClientID: c.id, CleanStart: true, SessionExpiry: 3600})
-	br.Subscribe(c, []byte("fleet/#"), netloop.SubscribeOptions{QoS: 1})
+	br.Subscribe(c, []byte("fleet/#"), delivery.SubscribeOptions{QoS: 1})
 	pub := &sink{id: "pub"}
 	br.Connect(pub, &netloop.ConnectRequest{Version: 5, ClientID: pub.id, CleanStart: true})
 	p := &codec.Publish{QoS: 1, Topic: []byte("fleet/dev-17/temp"), Payload: []byte("21.5")}

@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/saguin-edge/saguin/codec"
-	"github.com/saguin-edge/saguin/netloop"
+	"github.com/saguin-edge/saguin/netloop/delivery"
 	"github.com/saguin-edge/saguin/store"
 )
 
@@ -25,7 +25,7 @@ type heldPublish struct {
 // PUBREL (RFC 0003 "Exactly once"). Refused 0x97 past
 // broker.qos2.max_inflight_per_client or when the provider has no room, before
 // ownership is taken; the connection is left alone.
-func (b *Broker) hold(c netloop.Client, p *codec.Publish) (codec.ReasonCode, string) {
+func (b *Broker) hold(c delivery.Client, p *codec.Publish) (codec.ReasonCode, string) {
 	id := c.ClientID()
 	sh := b.shard(id)
 	sh.mu.Lock()
@@ -38,7 +38,7 @@ func (b *Broker) hold(c netloop.Client, p *codec.Publish) (codec.ReasonCode, str
 	b.expireHolds(s, now)
 	if len(s.holds)+s.holding >= b.opts.QoS2MaxInflight {
 		sh.mu.Unlock()
-		b.counters.PublishRefused.Add(netloop.ReasonInflightAllowanceExceeded)
+		b.counters.PublishRefused.Add(delivery.ReasonInflightAllowanceExceeded)
 		return b.logRefusal(id, p, codec.QuotaExceeded, "past broker.qos2.max_inflight_per_client unfinished exactly-once publishes")
 	}
 	// Its place in the allowance is taken while the write is made with the
@@ -75,7 +75,7 @@ func (b *Broker) hold(c netloop.Client, p *codec.Publish) (codec.ReasonCode, str
 }
 
 // Holds implements netloop.ExactlyOnce.
-func (b *Broker) Holds(c netloop.Client, packetID uint16) bool {
+func (b *Broker) Holds(c delivery.Client, packetID uint16) bool {
 	id := c.ClientID()
 	sh := b.shard(id)
 	sh.mu.Lock()
@@ -94,7 +94,7 @@ func (b *Broker) Holds(c netloop.Client, packetID uint16) bool {
 // (ReleaseHeld), a retained value being stored just before, and is then
 // delivered - from the log to the sessions that are away, directly to the
 // rest. A hold past broker.qos2.expires_after is dropped and answered 0x92.
-func (b *Broker) Release(c netloop.Client, packetID uint16) (codec.ReasonCode, string) {
+func (b *Broker) Release(c delivery.Client, packetID uint16) (codec.ReasonCode, string) {
 	id := c.ClientID()
 	sh := b.shard(id)
 	sh.mu.Lock()

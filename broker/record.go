@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/saguin-edge/saguin/codec"
-	"github.com/saguin-edge/saguin/netloop"
+	"github.com/saguin-edge/saguin/netloop/delivery"
 	"github.com/saguin-edge/saguin/store"
 )
 
@@ -55,12 +55,12 @@ func publishOf(r *store.Record, now time.Time, p *codec.Publish) (ok bool) {
 }
 
 // messageOf is the message a stored record delivers, nil when it expired.
-func messageOf(r *store.Record, now time.Time) *netloop.Message {
+func messageOf(r *store.Record, now time.Time) *delivery.Message {
 	var p codec.Publish
 	if !publishOf(r, now, &p) {
 		return nil
 	}
-	return netloop.NewMessage(&p)
+	return delivery.NewMessage(&p)
 }
 
 // The stored form of a record's publish properties: one byte naming the

@@ -1,6 +1,6 @@
 package broker
 
-import "github.com/saguin-edge/saguin/netloop"
+import "github.com/saguin-edge/saguin/netloop/delivery"
 
 // Unfinished implements netloop.ResumeHandler: the QoS 1 and 2 deliveries a
 // session's connection ended without finishing stay with the session, to be
@@ -8,7 +8,7 @@ import "github.com/saguin-edge/saguin/netloop"
 // under their packet identifiers with DUP, one whose PUBREC arrived as its
 // PUBREL only (MQTT-4.4.0-1). When the session was already taken over they
 // go to the connection that took it. A session that ends forgets them.
-func (b *Broker) Unfinished(c netloop.Client, u []netloop.Unfinished) {
+func (b *Broker) Unfinished(c delivery.Client, u []delivery.Unfinished) {
 	id := c.ClientID()
 	sh := b.shard(id)
 	sh.mu.Lock()
@@ -43,7 +43,7 @@ func (b *Broker) Unfinished(c netloop.Client, u []netloop.Unfinished) {
 // sendCarried sends a resumed session what its last connection left
 // unfinished, and marks the broadcast-log entries among them as on the wire
 // so the log's resume does not send them twice. Shard lock held.
-func (b *Broker) sendCarried(s *session, c netloop.Client, u []netloop.Unfinished) {
+func (b *Broker) sendCarried(s *session, c delivery.Client, u []delivery.Unfinished) {
 	o := &s.owed
 	for _, x := range u {
 		if off := x.Delivery.Offset; off != 0 {
@@ -59,7 +59,7 @@ func (b *Broker) sendCarried(s *session, c netloop.Client, u []netloop.Unfinishe
 
 // releaseCarry gives back the references a session's carried deliveries hold;
 // the caller forgets them.
-func releaseCarry(u []netloop.Unfinished) {
+func releaseCarry(u []delivery.Unfinished) {
 	for _, x := range u {
 		x.Msg.Release()
 	}

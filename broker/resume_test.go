@@ -3,7 +3,7 @@ package broker
 import (
 	"testing"
 
-	"github.com/saguin-edge/saguin/netloop"
+	"github.com/saguin-edge/saguin/netloop/delivery"
 )
 
 // TestALateAcknowledgementOnATakenOverConnectionLeavesTheDeliveryToTheNewOne
@@ -15,7 +15,7 @@ func TestALateAcknowledgementOnATakenOverConnectionLeavesTheDeliveryToTheNewOne(
 	b := newStores(t, 0).broker(t, Options{})
 	old := &ackClient{id: "dev"}
 	connectAs(t, b, old, true, 60, nil)
-	b.Subscribe(old, []byte("t"), netloop.SubscribeOptions{QoS: 1})
+	b.Subscribe(old, []byte("t"), delivery.SubscribeOptions{QoS: 1})
 	publish(b, "p", "t", "job", 1, false)
 	old.waitPayloads(t, "job")
 	newer := &ackClient{id: "dev"}

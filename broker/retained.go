@@ -3,7 +3,7 @@ package broker
 import (
 	"github.com/saguin-edge/saguin/codec"
 	"github.com/saguin-edge/saguin/codec/topic"
-	"github.com/saguin-edge/saguin/netloop"
+	"github.com/saguin-edge/saguin/netloop/delivery"
 	"github.com/saguin-edge/saguin/store"
 )
 
@@ -46,7 +46,7 @@ func (b *Broker) retainHeld(held *shard, publisher string, p *codec.Publish) (co
 // outlives its connection a value at QoS 1 or 2 is kept in the broadcast log
 // for that session only, so it is re-sent after a restart until acknowledged
 // (RFC 0003 "Retained messages").
-func (b *Broker) sendRetained(c netloop.Client, s *session, filter string, sub subscription) {
+func (b *Broker) sendRetained(c delivery.Client, s *session, filter string, sub subscription) {
 	var hits []store.Record
 	match := func(t string) bool { return topic.Match(filter, t) }
 	if err := b.retained.Range(match, func(r store.Record) bool {
@@ -69,7 +69,7 @@ func (b *Broker) sendRetained(c netloop.Client, s *session, filter string, sub s
 			}
 			continue
 		}
-		d := netloop.Delivery{QoS: min(hits[i].QoS, sub.qos), Retain: true}
+		d := delivery.Delivery{QoS: min(hits[i].QoS, sub.qos), Retain: true}
 		if sub.id != 0 {
 			d.SubscriptionIDs = []uint32{sub.id}
 		}

@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/saguin-edge/saguin/codec"
-	"github.com/saguin-edge/saguin/netloop"
+	"github.com/saguin-edge/saguin/netloop/delivery"
 )
 
 // A write on a full session provider - a session's record at CONNECT, a
@@ -19,7 +19,7 @@ func TestWriteAtAFullSessionProviderTakesRoomFromTheBroadcastLogBeforeRefusing(t
 	b := st.broker(t, Options{RetainedWithSessions: true})
 	away := &ackClient{id: "away"}
 	connectAs(t, b, away, true, 3600, nil)
-	b.Subscribe(away, []byte("t/#"), netloop.SubscribeOptions{QoS: 1})
+	b.Subscribe(away, []byte("t/#"), delivery.SubscribeOptions{QoS: 1})
 	b.Disconnected(away, 3600, false)
 	big := strings.Repeat("x", 1000)
 	for range 20 {
@@ -31,7 +31,7 @@ func TestWriteAtAFullSessionProviderTakesRoomFromTheBroadcastLogBeforeRefusing(t
 		t.Fatalf("CONNECT at a full provider: 0x%02x, expiry shortened %v; want its session kept", byte(code), req.SessionExpiryShortened)
 	}
 	for i := range 3 {
-		if code, why := b.Subscribe(c, []byte("f/"+strings.Repeat("l/", i)+"#"), netloop.SubscribeOptions{QoS: 1}); code != 1 {
+		if code, why := b.Subscribe(c, []byte("f/"+strings.Repeat("l/", i)+"#"), delivery.SubscribeOptions{QoS: 1}); code != 1 {
 			t.Fatalf("SUBSCRIBE at a full provider: 0x%02x (%s), want the log to give way", byte(code), why)
 		}
 	}

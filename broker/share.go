@@ -9,6 +9,7 @@ import (
 	"github.com/saguin-edge/saguin/codec"
 	"github.com/saguin-edge/saguin/codec/topic"
 	"github.com/saguin-edge/saguin/netloop"
+	"github.com/saguin-edge/saguin/netloop/delivery"
 	"github.com/saguin-edge/saguin/store"
 )
 
@@ -63,7 +64,7 @@ func (b *Broker) shareDropped() { b.counters.SharesDroppedNoMember.Add(1) }
 // alone, and anything under $saguin/ 0x87 (nothing there is ever delivered to
 // a group); and a 3.1.1 client, which has no $share, refused (its 0x80). ok is
 // false for a filter that is not shared at all.
-func (b *Broker) checkShared(c netloop.Client, filter string) (inner string, code codec.ReasonCode, why string, ok bool) {
+func (b *Broker) checkShared(c delivery.Client, filter string) (inner string, code codec.ReasonCode, why string, ok bool) {
 	if len(filter) >= 7 && strings.EqualFold(filter[:7], "$share/") && filter[:7] != "$share/" {
 		return "", codec.TopicFilterInvalid, "$share is spelled in lower case and no other", true
 	}
@@ -201,13 +202,13 @@ func (b *Broker) leaveShare(key string, s *session) {
 }
 
 // shareDeliver hands p to one member of g that can take it now - connected,
-// within its Maximum Packet Size, with room in its window (netloop.Taker) -
+// within its Maximum Packet Size, with room in its window (delivery.Client.CanTake) -
 // taking turns in client-id order. What
 // nobody can take at QoS 1 or 2 is held when a member's session outlives its
 // connection (the stand-in joins the log's owers, set), and dropped, counted,
 // otherwise. While the group holds a backlog a new message joins its back.
 // publisher is for No Local, which a shared subscription never asks for.
-func (b *Broker) shareDeliver(g *shareGroup, p *codec.Publish, m **netloop.Message, set *awaySet) {
+func (b *Broker) shareDeliver(g *shareGroup, p *codec.Publish, m **delivery.Message, set *awaySet) {
 	b.shares.mu.Lock()
 	defer b.shares.mu.Unlock()
 	if g.standIn.ended {
@@ -226,7 +227,7 @@ func (b *Broker) shareDeliver(g *shareGroup, p *codec.Publish, m **netloop.Messa
 
 // handToMember delivers to the next member whose turn it is and who can take
 // the message; false when none can. shares lock held.
-func (b *Broker) handToMember(g *shareGroup, p *codec.Publish, m **netloop.Message) bool {
+func (b *Broker) handToMember(g *shareGroup, p *codec.Publish, m **delivery.Message) bool {
 	n := len(g.members)
 	start := sort.Search(n, func(i int) bool { return g.members[i].id > g.last })
 	for k := range n {
@@ -236,14 +237,14 @@ func (b *Broker) handToMember(g *shareGroup, p *codec.Publish, m **netloop.Messa
 			continue
 		}
 		sub := g.subs[s]
-		d := netloop.Delivery{QoS: min(p.QoS, sub.qos), Retain: p.Retain && sub.retainAsPublished, Share: g.key}
+		d := delivery.Delivery{QoS: min(p.QoS, sub.qos), Retain: p.Retain && sub.retainAsPublished, Share: g.key}
 		if sub.id != 0 {
 			d.SubscriptionIDs = []uint32{sub.id}
 		}
 		if *m == nil {
-			*m = netloop.AcquireMessage(p) // routeLogged's, released there
+			*m = delivery.AcquireMessage(p) // routeLogged's, released there
 		}
-		if t, ok := ref.c.(netloop.Taker); ok && !t.CanTake(*m, d) {
+		if !ref.c.CanTake(*m, d) {
 			continue // passed over, not disconnected
 		}
 		if !ref.c.Deliver(*m, d) {
@@ -258,7 +259,7 @@ func (b *Broker) handToMember(g *shareGroup, p *codec.Publish, m **netloop.Messa
 // drainShares hands a member that can take deliveries now the backlog of
 // every group it belongs to, in publish order: each held message becomes the
 // member's to finish. Shard lock of s held.
-func (b *Broker) drainShares(s *session, c netloop.Client) {
+func (b *Broker) drainShares(s *session, c delivery.Client) {
 	b.shares.mu.Lock()
 	var groups []*shareGroup
 	for f := range s.filters {
@@ -313,7 +314,7 @@ func (b *Broker) drainShares(s *session, c netloop.Client) {
 // sendShared sends s's owed entry j, a message the group key held for its
 // members, under the member's shared subscription; false when it was dropped
 // (expired, or the member left the group). Shard lock of s held.
-func (b *Broker) sendShared(s *session, c netloop.Client, key string, e *store.BroadcastEntry, j int) bool {
+func (b *Broker) sendShared(s *session, c delivery.Client, key string, e *store.BroadcastEntry, j int) bool {
 	b.shares.mu.Lock()
 	var sub subscription
 	g := b.shares.groups[key]
@@ -330,7 +331,7 @@ func (b *Broker) sendShared(s *session, c netloop.Client, key string, e *store.B
 		b.bcast.drop(s, j)
 		return false
 	}
-	d := netloop.Delivery{QoS: min(e.QoS, sub.qos), Retain: e.Retain && sub.retainAsPublished, Offset: e.Offset,
+	d := delivery.Delivery{QoS: min(e.QoS, sub.qos), Retain: e.Retain && sub.retainAsPublished, Offset: e.Offset,
 		PacketID: packetIDFor(e.Offset), Dup: s.owed.entries[j].maybeSent, Share: key}
 	if sub.id != 0 {
 		d.SubscriptionIDs = []uint32{sub.id}
@@ -347,7 +348,7 @@ func (b *Broker) sendShared(s *session, c netloop.Client, key string, e *store.B
 // dropped, counted; one it had answered has reached it. These are the
 // deliveries handed from memory; those from the log (an offset) the ending
 // gives back from the session's list (giveBack), once.
-func (b *Broker) returnToGroups(ending *session, u []netloop.Unfinished) {
+func (b *Broker) returnToGroups(ending *session, u []delivery.Unfinished) {
 	for _, x := range u {
 		if x.Delivery.Share == "" || x.Delivery.Released || x.Delivery.Offset != 0 {
 			continue
@@ -368,7 +369,7 @@ func (b *Broker) returnToGroups(ending *session, u []netloop.Unfinished) {
 
 // handMessage delivers an already built message to the next member that can
 // take it, never to the member it comes back from. shares lock held.
-func (b *Broker) handMessage(g *shareGroup, m *netloop.Message, d netloop.Delivery, from *session) bool {
+func (b *Broker) handMessage(g *shareGroup, m *delivery.Message, d delivery.Delivery, from *session) bool {
 	n := len(g.members)
 	start := sort.Search(n, func(i int) bool { return g.members[i].id > g.last })
 	for k := range n {
@@ -378,11 +379,11 @@ func (b *Broker) handMessage(g *shareGroup, m *netloop.Message, d netloop.Delive
 			continue
 		}
 		sub := g.subs[s]
-		dd := netloop.Delivery{QoS: min(d.QoS, sub.qos), Retain: d.Retain && sub.retainAsPublished, Share: g.key, Dup: true}
+		dd := delivery.Delivery{QoS: min(d.QoS, sub.qos), Retain: d.Retain && sub.retainAsPublished, Share: g.key, Dup: true}
 		if sub.id != 0 {
 			dd.SubscriptionIDs = []uint32{sub.id}
 		}
-		if t, ok := ref.c.(netloop.Taker); ok && !t.CanTake(m, dd) {
+		if !ref.c.CanTake(m, dd) {
 			continue
 		}
 		if ref.c.Deliver(m, dd) {

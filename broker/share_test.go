@@ -4,7 +4,7 @@ import (
 	"testing"
 
 	"github.com/saguin-edge/saguin/codec"
-	"github.com/saguin-edge/saguin/netloop"
+	"github.com/saguin-edge/saguin/netloop/delivery"
 )
 
 // shareMember connects id on b and subscribes it to $share/g/<filter>.
@@ -12,7 +12,7 @@ func shareMember(t *testing.T, b *Broker, id string, expiry uint32) *ackClient {
 	t.Helper()
 	c := &ackClient{id: id}
 	connectAs(t, b, c, true, expiry, nil)
-	if code, why := b.Subscribe(c, []byte("$share/g/jobs/#"), netloop.SubscribeOptions{QoS: 1}); code != codec.GrantedQoS1 {
+	if code, why := b.Subscribe(c, []byte("$share/g/jobs/#"), delivery.SubscribeOptions{QoS: 1}); code != codec.GrantedQoS1 {
 		t.Fatalf("SUBACK 0x%02x (%s)", byte(code), why)
 	}
 	return c
@@ -33,7 +33,7 @@ func TestSharedGroupPassesOverAMemberThatCannotTakeTheMessage(t *testing.T) {
 	b := newStores(t, 0).broker(t, Options{})
 	full := &refusingClient{ackClient: ackClient{id: "m-a"}}
 	connectAs(t, b, full, true, 0, nil)
-	b.Subscribe(full, []byte("$share/g/jobs/#"), netloop.SubscribeOptions{QoS: 1})
+	b.Subscribe(full, []byte("$share/g/jobs/#"), delivery.SubscribeOptions{QoS: 1})
 	other := shareMember(t, b, "m-b", 0)
 	publish(b, "p", "jobs/x", "1", 1, false)
 	publish(b, "p", "jobs/x", "2", 1, false)
@@ -43,10 +43,10 @@ func TestSharedGroupPassesOverAMemberThatCannotTakeTheMessage(t *testing.T) {
 	}
 }
 
-// refusingClient says it can take nothing (netloop.Taker).
+// refusingClient says it can take nothing (delivery.Client.CanTake).
 type refusingClient struct{ ackClient }
 
-func (r *refusingClient) CanTake(*netloop.Message, netloop.Delivery) bool { return false }
+func (r *refusingClient) CanTake(*delivery.Message, delivery.Delivery) bool { return false }
 
 func TestSharedGroupWithNoDurableMemberDropsWhatNobodyCanTake(t *testing.T) {
 	st := newStores(t, 0)
@@ -87,10 +87,10 @@ func TestEndingMembersUnacknowledgedQoS1GoesBackToTheGroupAndQoS2IsDropped(t *te
 	b := newStores(t, 0).broker(t, Options{})
 	leaving := shareMember(t, b, "m-a", 0)
 	staying := shareMember(t, b, "m-b", 0)
-	m := netloop.NewMessage(&codec.Publish{Topic: []byte("jobs/x"), Payload: []byte("job")})
-	b.Unfinished(leaving, []netloop.Unfinished{
-		{Msg: m, Delivery: netloop.Delivery{QoS: 1, PacketID: 3, Share: "$share/g/jobs/#"}},
-		{Msg: netloop.NewMessage(&codec.Publish{Topic: []byte("jobs/x"), Payload: []byte("once")}), Delivery: netloop.Delivery{QoS: 2, PacketID: 4, Share: "$share/g/jobs/#"}},
+	m := delivery.NewMessage(&codec.Publish{Topic: []byte("jobs/x"), Payload: []byte("job")})
+	b.Unfinished(leaving, []delivery.Unfinished{
+		{Msg: m, Delivery: delivery.Delivery{QoS: 1, PacketID: 3, Share: "$share/g/jobs/#"}},
+		{Msg: delivery.NewMessage(&codec.Publish{Topic: []byte("jobs/x"), Payload: []byte("once")}), Delivery: delivery.Delivery{QoS: 2, PacketID: 4, Share: "$share/g/jobs/#"}},
 	})
 	b.Disconnected(leaving, 0, false)
 	staying.waitPayloads(t, "job")
@@ -114,7 +114,7 @@ func TestSharedSubscriptionRefusals(t *testing.T) {
 		"$share/g/$saguin/x":  codec.NotAuthorized,
 		"$share/g/a/#":        codec.GrantedQoS1,
 	} {
-		if got, _ := b.Subscribe(c, []byte(filter), netloop.SubscribeOptions{QoS: 1}); got != want {
+		if got, _ := b.Subscribe(c, []byte(filter), delivery.SubscribeOptions{QoS: 1}); got != want {
 			t.Errorf("%s: 0x%02x, want 0x%02x", filter, byte(got), byte(want))
 		}
 	}

@@ -3,7 +3,7 @@ package broker
 import (
 	"sync/atomic"
 
-	"github.com/saguin-edge/saguin/netloop"
+	"github.com/saguin-edge/saguin/netloop/delivery"
 	"github.com/saguin-edge/saguin/store"
 )
 
@@ -159,7 +159,7 @@ func (b *Broker) dropHead(g *shareGroup, head owedEntry, n *atomic.Uint64) {
 // handHead gives the backlog's head, the log's e built as m, to the first of
 // members that can take it now; false when none can, or the head changed
 // under it (another drain took it: the caller looks again).
-func (b *Broker) handHead(g *shareGroup, head owedEntry, e *store.BroadcastEntry, m *netloop.Message, members []*session) bool {
+func (b *Broker) handHead(g *shareGroup, head owedEntry, e *store.BroadcastEntry, m *delivery.Message, members []*session) bool {
 	for _, s := range members {
 		if s.client.Load() == nil {
 			continue // away: not handed the group's share to hold
@@ -179,10 +179,10 @@ func (b *Broker) handHead(g *shareGroup, head owedEntry, e *store.BroadcastEntry
 // connection, when s can take it now: connected, nothing of its own waiting
 // to go before it, room in what it may hold on the wire (half of
 // limits.session_queue_bytes) and in its Receive Maximum window, and within
-// its Maximum Packet Size (netloop.Taker). It becomes s's to finish, as a
+// its Maximum Packet Size (delivery.Client.CanTake). It becomes s's to finish, as a
 // resume's drain makes it. stale reports that the head is no longer head.
 // Shard lock of s held.
-func (b *Broker) handHeadTo(g *shareGroup, s *session, head owedEntry, e *store.BroadcastEntry, m *netloop.Message) (handed, stale bool) {
+func (b *Broker) handHeadTo(g *shareGroup, s *session, head owedEntry, e *store.BroadcastEntry, m *delivery.Message) (handed, stale bool) {
 	ref := s.client.Load()
 	if ref == nil || s.ended || s.owed.firstUnsent() >= 0 || !b.bcast.hasRoom(s, head.size) {
 		return false, false
@@ -198,12 +198,12 @@ func (b *Broker) handHeadTo(g *shareGroup, s *session, head owedEntry, e *store.
 		b.shares.mu.Unlock()
 		return false, false
 	}
-	d := netloop.Delivery{QoS: min(e.QoS, sub.qos), Retain: e.Retain && sub.retainAsPublished, Offset: e.Offset,
+	d := delivery.Delivery{QoS: min(e.QoS, sub.qos), Retain: e.Retain && sub.retainAsPublished, Offset: e.Offset,
 		PacketID: packetIDFor(e.Offset), Dup: head.returned || head.maybeSent, Share: g.key}
 	if sub.id != 0 {
 		d.SubscriptionIDs = []uint32{sub.id}
 	}
-	if t, ok := ref.c.(netloop.Taker); ok && !t.CanTake(m, d) {
+	if !ref.c.CanTake(m, d) {
 		b.shares.mu.Unlock()
 		return false, false // passed over, not disconnected
 	}

@@ -8,13 +8,13 @@ import (
 	"time"
 
 	"github.com/saguin-edge/saguin/codec"
-	"github.com/saguin-edge/saguin/netloop"
+	"github.com/saguin-edge/saguin/netloop/delivery"
 	"github.com/saguin-edge/saguin/store"
 )
 
 // windowClient is a member with a Receive Maximum window: it can take a QoS
 // 1 delivery only while it holds fewer than max unacknowledged, and, while
-// shut, none (netloop.Taker).
+// shut, none (delivery.Client.CanTake).
 type windowClient struct {
 	ackClient
 	max    int
@@ -23,13 +23,13 @@ type windowClient struct {
 	unacks []uint64 // offsets of the deliveries it holds unacknowledged, oldest first
 }
 
-func (w *windowClient) CanTake(_ *netloop.Message, d netloop.Delivery) bool {
+func (w *windowClient) CanTake(_ *delivery.Message, d delivery.Delivery) bool {
 	w.wmu.Lock()
 	defer w.wmu.Unlock()
 	return !w.shut.Load() && (d.QoS == 0 || len(w.unacks) < w.max)
 }
 
-func (w *windowClient) Deliver(m *netloop.Message, d netloop.Delivery) bool {
+func (w *windowClient) Deliver(m *delivery.Message, d delivery.Delivery) bool {
 	w.wmu.Lock()
 	w.unacks = append(w.unacks, d.Offset)
 	w.wmu.Unlock()
@@ -54,7 +54,7 @@ func windowMember(t *testing.T, b *Broker, id string, expiry uint32, max int) *w
 	t.Helper()
 	w := &windowClient{ackClient: ackClient{id: id}, max: max}
 	connectAs(t, b, w, true, expiry, nil)
-	if code, why := b.Subscribe(w, []byte("$share/g/jobs/#"), netloop.SubscribeOptions{QoS: 1}); code != codec.GrantedQoS1 {
+	if code, why := b.Subscribe(w, []byte("$share/g/jobs/#"), delivery.SubscribeOptions{QoS: 1}); code != codec.GrantedQoS1 {
 		t.Fatalf("SUBACK 0x%02x (%s)", byte(code), why)
 	}
 	return w

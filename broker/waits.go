@@ -1,6 +1,9 @@
 package broker
 
-import "github.com/saguin-edge/saguin/netloop"
+import (
+	"github.com/saguin-edge/saguin/netloop"
+	"github.com/saguin-edge/saguin/netloop/delivery"
+)
 
 // Waits implements netloop.StoreWaiter: a call runs off the connection's loop
 // when a write it may make - and its client waits for - goes to a provider
@@ -14,12 +17,12 @@ import "github.com/saguin-edge/saguin/netloop"
 // retained value. A release writes the log and, for a retained publish, the
 // retained store; a SUBSCRIBE writes the session record and reads the retained
 // values its filter matches; the rest write the session store alone.
-func (b *Broker) Waits(call netloop.Call, qos byte, retain bool) bool {
+func (b *Broker) Waits(call delivery.Call, qos byte, retain bool) bool {
 	sessions, retained := b.opts.SessionsWaitOnDisk, b.opts.RetainedWaitOnDisk
 	switch call {
-	case netloop.CallPublish:
+	case delivery.CallPublish:
 		return qos > 0 && sessions || retain && retained
-	case netloop.CallRelease, netloop.CallSubscribe:
+	case delivery.CallRelease, delivery.CallSubscribe:
 		return sessions || retained
 	default:
 		return sessions

@@ -3,29 +3,29 @@ package broker
 import (
 	"testing"
 
-	"github.com/saguin-edge/saguin/netloop"
+	"github.com/saguin-edge/saguin/netloop/delivery"
 )
 
 func TestOnlyWritesToADiskProviderLeaveTheLoop(t *testing.T) {
 	type call struct {
-		c      netloop.Call
+		c      delivery.Call
 		qos    byte
 		retain bool
 	}
-	all := []call{{netloop.CallConnect, 0, false}, {netloop.CallPublish, 0, false}, {netloop.CallPublish, 0, true},
-		{netloop.CallPublish, 1, false}, {netloop.CallPublish, 2, true}, {netloop.CallRelease, 0, false},
-		{netloop.CallSubscribe, 0, false}, {netloop.CallUnsubscribe, 0, false}, {netloop.CallReceived, 0, false}}
+	all := []call{{delivery.CallConnect, 0, false}, {delivery.CallPublish, 0, false}, {delivery.CallPublish, 0, true},
+		{delivery.CallPublish, 1, false}, {delivery.CallPublish, 2, true}, {delivery.CallRelease, 0, false},
+		{delivery.CallSubscribe, 0, false}, {delivery.CallUnsubscribe, 0, false}, {delivery.CallReceived, 0, false}}
 	for _, tc := range []struct {
 		name               string
 		sessions, retained bool
 		offLoop            []call
 	}{
 		{name: "memory everywhere"},
-		{name: "sessions on sqlite", sessions: true, offLoop: []call{{netloop.CallConnect, 0, false},
-			{netloop.CallPublish, 1, false}, {netloop.CallPublish, 2, true}, {netloop.CallRelease, 0, false},
-			{netloop.CallSubscribe, 0, false}, {netloop.CallUnsubscribe, 0, false}, {netloop.CallReceived, 0, false}}},
-		{name: "retained on sqlite", retained: true, offLoop: []call{{netloop.CallPublish, 0, true},
-			{netloop.CallPublish, 2, true}, {netloop.CallRelease, 0, false}, {netloop.CallSubscribe, 0, false}}},
+		{name: "sessions on sqlite", sessions: true, offLoop: []call{{delivery.CallConnect, 0, false},
+			{delivery.CallPublish, 1, false}, {delivery.CallPublish, 2, true}, {delivery.CallRelease, 0, false},
+			{delivery.CallSubscribe, 0, false}, {delivery.CallUnsubscribe, 0, false}, {delivery.CallReceived, 0, false}}},
+		{name: "retained on sqlite", retained: true, offLoop: []call{{delivery.CallPublish, 0, true},
+			{delivery.CallPublish, 2, true}, {delivery.CallRelease, 0, false}, {delivery.CallSubscribe, 0, false}}},
 	} {
 		b := &Broker{opts: Options{SessionsWaitOnDisk: tc.sessions, RetainedWaitOnDisk: tc.retained}}
 		for _, c := range all {

@@ -6,7 +6,7 @@ import (
 
 	"github.com/saguin-edge/saguin/broker/clock"
 	"github.com/saguin-edge/saguin/codec"
-	"github.com/saguin-edge/saguin/netloop"
+	"github.com/saguin-edge/saguin/netloop/delivery"
 )
 
 // watcher connects a subscriber to topic on b.
@@ -14,7 +14,7 @@ func watcher(t *testing.T, b *Broker, topic string) *ackClient {
 	t.Helper()
 	w := &ackClient{id: "watcher-" + topic}
 	connectAs(t, b, w, true, 0, nil)
-	b.Subscribe(w, []byte(topic), netloop.SubscribeOptions{QoS: 1})
+	b.Subscribe(w, []byte(topic), delivery.SubscribeOptions{QoS: 1})
 	return w
 }
 

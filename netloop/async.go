@@ -1,6 +1,7 @@
 package netloop
 
 import (
+	"github.com/saguin-edge/saguin/netloop/delivery"
 	"sync/atomic"
 
 	"github.com/saguin-edge/saguin/codec"
@@ -42,7 +43,7 @@ const waitingInputFloor = 1 << 20
 type pendingCall struct {
 	c     *Conn
 	state atomic.Int32
-	kind  Call
+	kind  delivery.Call
 	// flushLimit: deliveries queued after this position in the
 	// connection's queue wait for the answer; those queued before flow while
 	// the call is out. What the call itself queues - a SUBSCRIBE's retained
@@ -58,7 +59,7 @@ type pendingCall struct {
 	packetID uint16
 	offset   uint64
 	filters  [][]byte
-	opts     []SubscribeOptions
+	opts     []delivery.SubscribeOptions
 	unread   [][]byte // an UNSUBSCRIBE's saguin- property names, named back
 
 	// What it answered.
@@ -71,7 +72,7 @@ type pendingCall struct {
 }
 
 // waits reports whether the handler says call may wait on storage.
-func (c *Conn) waits(call Call, qos byte, retain bool) bool {
+func (c *Conn) waits(call delivery.Call, qos byte, retain bool) bool {
 	return c.srv.waiter != nil && c.srv.waiter.Waits(call, qos, retain)
 }
 
@@ -109,15 +110,15 @@ func (pc *pendingCall) run() {
 func (pc *pendingCall) call() {
 	c, h := pc.c, pc.c.srv.opts.Handler
 	switch pc.kind {
-	case CallConnect:
+	case delivery.CallConnect:
 		pc.present, pc.code = h.Connect(c, &pc.req)
-	case CallPublish:
+	case delivery.CallPublish:
 		pc.code, pc.why = h.Publish(c, pc.pub)
-	case CallRelease:
+	case delivery.CallRelease:
 		pc.code, pc.why = h.(ExactlyOnce).Release(c, pc.packetID)
-	case CallReceived:
+	case delivery.CallReceived:
 		pc.ok = h.(AckHandler).Received(c, pc.offset, pc.packetID)
-	case CallSubscribe:
+	case delivery.CallSubscribe:
 		for i, f := range pc.filters {
 			code, why := h.Subscribe(c, f, pc.opts[i])
 			pc.codes = append(pc.codes, code)
@@ -125,7 +126,7 @@ func (pc *pendingCall) call() {
 				pc.refused = append(pc.refused, string(f)+": "+why)
 			}
 		}
-	case CallUnsubscribe:
+	case delivery.CallUnsubscribe:
 		for _, f := range pc.filters {
 			pc.codes = append(pc.codes, h.Unsubscribe(c, f))
 		}
@@ -135,7 +136,7 @@ func (pc *pendingCall) call() {
 // apply is what a returned call changed whether or not its answer is ever
 // written: a session the handler attached must be told of the end.
 func (pc *pendingCall) apply() {
-	if pc.kind == CallConnect && pc.code == codec.Success {
+	if pc.kind == delivery.CallConnect && pc.code == codec.Success {
 		pc.c.attachConnected(&pc.req, &pc.plan)
 	}
 }
@@ -145,19 +146,19 @@ func (pc *pendingCall) apply() {
 func (pc *pendingCall) answer(sc *scratch) {
 	c := pc.c
 	switch pc.kind {
-	case CallConnect:
+	case delivery.CallConnect:
 		c.connectAnswered(sc, &pc.req, &pc.plan, pc.present, pc.code)
-	case CallPublish:
+	case delivery.CallPublish:
 		c.publishAnswered(sc, pc.pub.QoS, pc.pub.PacketID, pc.pub.Topic, pc.code, pc.why)
-	case CallRelease:
+	case delivery.CallRelease:
 		c.releaseAnswered(sc, pc.packetID, pc.code, pc.why)
-	case CallReceived:
+	case delivery.CallReceived:
 		c.receivedAnswered(sc, pc.packetID, pc.ok)
-	case CallSubscribe:
+	case delivery.CallSubscribe:
 		sa := &sc.suback
 		sa.ReasonCodes = append(sa.ReasonCodes[:0], pc.codes...)
 		c.subscribeAnswered(sc, pc.packetID, pc.refused)
-	case CallUnsubscribe:
+	case delivery.CallUnsubscribe:
 		ua := &sc.unsuback
 		ua.ReasonCodes = append(ua.ReasonCodes[:0], pc.codes...)
 		c.unsubscribeAnswered(sc, pc.packetID, pc.unread)

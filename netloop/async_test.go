@@ -2,6 +2,7 @@ package netloop_test
 
 import (
 	"fmt"
+	"github.com/saguin-edge/saguin/netloop/delivery"
 	"slices"
 	"sync"
 	"testing"
@@ -15,16 +16,16 @@ import (
 // (StoreWaiter) and whose Publish to the topic "slow" blocks until the test
 // opens the gate - a commit that takes as long as the test wants.
 type gatedHandler struct {
-	entered chan netloop.Client // a slow Publish has started
-	gate    chan struct{}       // one receive lets one slow Publish return
+	entered chan delivery.Client // a slow Publish has started
+	gate    chan struct{}        // one receive lets one slow Publish return
 
 	mu      sync.Mutex
 	events  []string
-	clients map[string]netloop.Client
+	clients map[string]delivery.Client
 }
 
 func newGatedHandler() *gatedHandler {
-	return &gatedHandler{entered: make(chan netloop.Client, 8), gate: make(chan struct{}), clients: make(map[string]netloop.Client)}
+	return &gatedHandler{entered: make(chan delivery.Client, 8), gate: make(chan struct{}), clients: make(map[string]delivery.Client)}
 }
 
 func (h *gatedHandler) note(format string, args ...any) {
@@ -40,7 +41,7 @@ func (h *gatedHandler) seen() []string {
 	return slices.Clone(h.events)
 }
 
-func (h *gatedHandler) Connect(c netloop.Client, req *netloop.ConnectRequest) (bool, codec.ReasonCode) {
+func (h *gatedHandler) Connect(c delivery.Client, req *netloop.ConnectRequest) (bool, codec.ReasonCode) {
 	h.note("%s connect", req.ClientID)
 	h.mu.Lock()
 	h.clients[req.ClientID] = c
@@ -49,13 +50,13 @@ func (h *gatedHandler) Connect(c netloop.Client, req *netloop.ConnectRequest) (b
 }
 
 // client is the connection the handler attached under id.
-func (h *gatedHandler) client(id string) netloop.Client {
+func (h *gatedHandler) client(id string) delivery.Client {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return h.clients[id]
 }
 
-func (h *gatedHandler) Publish(c netloop.Client, p *codec.Publish) (codec.ReasonCode, string) {
+func (h *gatedHandler) Publish(c delivery.Client, p *codec.Publish) (codec.ReasonCode, string) {
 	if string(p.Topic) == "slow" {
 		h.entered <- c
 		<-h.gate
@@ -66,22 +67,24 @@ func (h *gatedHandler) Publish(c netloop.Client, p *codec.Publish) (codec.Reason
 
 // Subscribe to "retained/slow" sends a retained value, as a broker does
 // before its SUBSCRIBE call returns, and then blocks until the gate opens.
-func (h *gatedHandler) Subscribe(c netloop.Client, f []byte, o netloop.SubscribeOptions) (codec.ReasonCode, string) {
+func (h *gatedHandler) Subscribe(c delivery.Client, f []byte, o delivery.SubscribeOptions) (codec.ReasonCode, string) {
 	if string(f) == "retained/slow" {
-		c.Deliver(netloop.NewMessage(&codec.Publish{Topic: []byte("retained/slow"), Payload: []byte("v"), Retain: true}), netloop.Delivery{Retain: true})
+		c.Deliver(delivery.NewMessage(&codec.Publish{Topic: []byte("retained/slow"), Payload: []byte("v"), Retain: true}), delivery.Delivery{Retain: true})
 		h.entered <- c
 		<-h.gate
 	}
 	return codec.ReasonCode(o.QoS), ""
 }
 
-func (h *gatedHandler) Unsubscribe(c netloop.Client, f []byte) codec.ReasonCode { return codec.Success }
+func (h *gatedHandler) Unsubscribe(c delivery.Client, f []byte) codec.ReasonCode {
+	return codec.Success
+}
 
-func (h *gatedHandler) Disconnected(c netloop.Client, expiry uint32, graceful bool) {
+func (h *gatedHandler) Disconnected(c delivery.Client, expiry uint32, graceful bool) {
 	h.note("%s disconnected", c.ClientID())
 }
 
-func (h *gatedHandler) Waits(netloop.Call, byte, bool) bool { return true }
+func (h *gatedHandler) Waits(delivery.Call, byte, bool) bool { return true }
 
 // startGated runs a server of one event loop, so that every connection of a
 // test shares the loop a waiting call must not stall.
@@ -95,7 +98,7 @@ func startGated(t *testing.T, mutate func(*netloop.Options)) (*netloop.Server, *
 }
 
 // waitSlow waits until a slow Publish has started.
-func (h *gatedHandler) waitSlow(t *testing.T) netloop.Client {
+func (h *gatedHandler) waitSlow(t *testing.T) delivery.Client {
 	t.Helper()
 	select {
 	case c := <-h.entered:
@@ -202,7 +205,7 @@ func TestDeliveriesQueuedBeforeACallFlowWhileItIsOut(t *testing.T) {
 	})
 	c := h.client("a")
 	for _, payload := range []string{"one", "two"} {
-		c.Deliver(netloop.NewMessage(&codec.Publish{Topic: []byte("news"), Payload: []byte(payload)}), netloop.Delivery{QoS: 1})
+		c.Deliver(delivery.NewMessage(&codec.Publish{Topic: []byte("news"), Payload: []byte(payload)}), delivery.Delivery{QoS: 1})
 	}
 	first := a.expectPublish() // "two" waits in the queue: the window is one
 	// Its PUBACK opens the window, and the publish behind it waits on storage.

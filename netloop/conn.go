@@ -3,6 +3,7 @@ package netloop
 import (
 	"bytes"
 	"context"
+	"github.com/saguin-edge/saguin/netloop/delivery"
 	"log/slog"
 	"math"
 	"sort"
@@ -97,7 +98,7 @@ type inflight struct {
 	released bool   // QoS 2: PUBREC seen, PUBREL sent, waiting for PUBCOMP
 	offset   uint64 // the handler's number, reported when the client has it
 	// What a resumed session needs to send it again (ResumeHandler).
-	msg    *Message
+	msg    *delivery.Message
 	retain bool
 	subIDs []uint32
 	share  string
@@ -150,7 +151,7 @@ func (c *Conn) ClientID() string {
 func (c *Conn) Version() byte { return byte(c.version.Load()) }
 
 // Deliver queues a delivery and wakes the loop to write it. It never blocks.
-func (c *Conn) Deliver(m *Message, d Delivery) bool {
+func (c *Conn) Deliver(m *delivery.Message, d delivery.Delivery) bool {
 	if !c.out.push(outEntry{msg: m, qos: d.QoS, retain: d.Retain, subIDs: d.SubscriptionIDs, offset: d.Offset, pid: d.PacketID, rel: d.Released, dup: d.Dup, share: d.Share}, &c.srv.counters) {
 		return false
 	}
@@ -158,10 +159,10 @@ func (c *Conn) Deliver(m *Message, d Delivery) bool {
 	return true
 }
 
-// CanTake implements Taker. The client's Maximum Packet Size and Receive
+// CanTake implements delivery.Client. The client's Maximum Packet Size and Receive
 // Maximum are set at CONNECT, before the connection is attached, so any
 // goroutine may read them; the window's fill is an atomic copy.
-func (c *Conn) CanTake(m *Message, d Delivery) bool {
+func (c *Conn) CanTake(m *delivery.Message, d delivery.Delivery) bool {
 	if d.QoS > 0 && int(c.onWire.Load())+c.out.len() >= c.clientRecvMax {
 		return false
 	}
@@ -554,7 +555,7 @@ func (c *Conn) encode(sc *scratch, e outEntry, version byte) {
 	if e.rel {
 		// A resumed QoS 2 exchange the client already has: only its PUBREL.
 		id := c.takePacketID(e.pid)
-		size := e.msg.Size()
+		size := entrySize(e.msg)
 		c.inflight[id] = inflight{size: size, qos: 2, released: true, offset: e.offset, msg: e.msg, retain: e.retain, subIDs: e.subIDs, share: e.share, seq: e.seq}
 		e.msg.Retain() // the window's reference, given back at settle or end
 		c.onWire.Store(int32(len(c.inflight)))
@@ -570,8 +571,8 @@ func (c *Conn) encode(sc *scratch, e outEntry, version byte) {
 	} else {
 		p.Properties.Reset()
 	}
-	if e.msg.expiresAt != 0 {
-		left := e.msg.expiresAt - time.Now().UnixNano()
+	if at := e.msg.ExpiresAt(); at != 0 {
+		left := at - time.Now().UnixNano()
 		if left <= 0 {
 			p.Properties = codec.Properties{}
 			c.srv.counters.DeliveriesExpired.Add(1)
@@ -589,7 +590,7 @@ func (c *Conn) encode(sc *scratch, e outEntry, version byte) {
 	if fits := c.clientMaxPkt == 0 || p.Size(version) <= c.clientMaxPkt; fits {
 		if e.qos > 0 {
 			p.PacketID = c.takePacketID(e.pid)
-			size := e.msg.Size()
+			size := entrySize(e.msg)
 			c.inflight[p.PacketID] = inflight{size: size, qos: e.qos, offset: e.offset, msg: e.msg, retain: e.retain, subIDs: e.subIDs, share: e.share, seq: e.seq}
 			e.msg.Retain() // the window's reference, given back at settle or end
 			c.onWire.Store(int32(len(c.inflight)))
@@ -627,12 +628,12 @@ func (c *Conn) handBackUnfinished() {
 	if !ok {
 		return
 	}
-	var u []Unfinished
+	var u []delivery.Unfinished
 	for id, f := range c.inflight {
 		if f.msg == nil {
 			continue
 		}
-		u = append(u, Unfinished{Msg: f.msg, Delivery: Delivery{QoS: f.qos, Retain: f.retain, SubscriptionIDs: f.subIDs,
+		u = append(u, delivery.Unfinished{Msg: f.msg, Delivery: delivery.Delivery{QoS: f.qos, Retain: f.retain, SubscriptionIDs: f.subIDs,
 			Offset: f.offset, PacketID: id, Released: f.released, Dup: true, Share: f.share}})
 	}
 	sort.Slice(u, func(i, j int) bool {
@@ -641,7 +642,7 @@ func (c *Conn) handBackUnfinished() {
 	queued := c.out.held() // another goroutine's push may shed them meanwhile
 	for _, e := range queued {
 		if e.qos > 0 {
-			u = append(u, Unfinished{Msg: e.msg, Delivery: Delivery{QoS: e.qos, Retain: e.retain, SubscriptionIDs: e.subIDs,
+			u = append(u, delivery.Unfinished{Msg: e.msg, Delivery: delivery.Delivery{QoS: e.qos, Retain: e.retain, SubscriptionIDs: e.subIDs,
 				Offset: e.offset, PacketID: e.pid, Released: e.rel, Dup: e.dup, Share: e.share}})
 		}
 	}

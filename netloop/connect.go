@@ -2,6 +2,7 @@ package netloop
 
 import (
 	"bytes"
+	"github.com/saguin-edge/saguin/netloop/delivery"
 	"strings"
 	"time"
 
@@ -34,7 +35,7 @@ func (c *Conn) refuseHeader(buf []byte, h codec.Header, err error, sc *scratch) 
 	name, level := buf[h.HeaderLen:h.HeaderLen+6], buf[h.HeaderLen+6]
 	if bytes.Equal(name, []byte("\x00\x04MQTT")) && level == codec.Version5 {
 		c.version.Store(codec.Version5)
-		c.refuse(codec.Version5, ReasonOf(codec.PacketTooLarge), codec.PacketTooLarge, sc, "CONNECT declares more than limits.max_connect_size")
+		c.refuse(codec.Version5, delivery.ReasonOf(codec.PacketTooLarge), codec.PacketTooLarge, sc, "CONNECT declares more than limits.max_connect_size")
 		return true
 	}
 	c.logWarn("closed: CONNECT declares more than limits.max_connect_size", "declared", h.Total(), "limit", c.srv.opts.MaxConnectSize)
@@ -57,13 +58,13 @@ func (c *Conn) onConnect(h codec.Header, body []byte, sc *scratch) {
 			if e != nil {
 				code = e.Code
 			}
-			c.refuse(codec.Version5, ReasonOf(code), code, sc, err.Error())
+			c.refuse(codec.Version5, delivery.ReasonOf(code), code, sc, err.Error())
 		case codec.Version31:
 			c.refuseRaw(connack311Version, "MQTT 3.1 is never admitted")
 		case codec.Version311:
 			if e != nil && answerable311(e) {
 				c.version.Store(codec.Version311)
-				c.refuse(codec.Version311, ReasonOf(e.Code), codec.ReturnCode311(e), sc, e.Rule)
+				c.refuse(codec.Version311, delivery.ReasonOf(e.Code), codec.ReturnCode311(e), sc, e.Rule)
 				return
 			}
 			c.logWarn("closed: unreadable 3.1.1 CONNECT", "error", err)
@@ -82,11 +83,11 @@ func (c *Conn) onConnect(h codec.Header, body []byte, sc *scratch) {
 	c.version.Store(uint32(v))
 	if v == codec.Version5 {
 		if cp.Properties.Present.Has(codec.PropAuthMethod) {
-			c.refuse(v, ReasonOf(codec.BadAuthenticationMethod), codec.BadAuthenticationMethod, sc, "CONNECT names an Authentication Method; Sagüin runs no enhanced authentication")
+			c.refuse(v, delivery.ReasonOf(codec.BadAuthenticationMethod), codec.BadAuthenticationMethod, sc, "CONNECT names an Authentication Method; Sagüin runs no enhanced authentication")
 			return
 		}
 		if hasReservedUserProperty(&cp.Properties) {
-			c.refuse(v, ReasonOf(codec.ImplementationSpecificError), codec.ImplementationSpecificError, sc, "CONNECT carries a saguin- User Property")
+			c.refuse(v, delivery.ReasonOf(codec.ImplementationSpecificError), codec.ImplementationSpecificError, sc, "CONNECT carries a saguin- User Property")
 			return
 		}
 	}
@@ -146,11 +147,11 @@ func (c *Conn) onConnect(h codec.Header, body []byte, sc *scratch) {
 
 	plan := connackPlan{keepalive: keepalive, serverKeepAlive: serverKeepAlive, asked: asked, granted: granted,
 		capped: asked > maxExpiry, assigned: assigned, cleanStart: cp.CleanStart}
-	if c.waits(CallConnect, 0, false) {
+	if c.waits(delivery.CallConnect, 0, false) {
 		// The session record is written before the CONNACK: off the loop,
 		// with the CONNECT's bytes copied out of the read buffer.
 		cl := cp.Clone()
-		pc := &pendingCall{kind: CallConnect, plan: plan}
+		pc := &pendingCall{kind: delivery.CallConnect, plan: plan}
 		pc.req = c.connectRequest(cl, id, granted)
 		if cl.WillFlag {
 			pc.req.Will = &codec.Publish{QoS: cl.WillQoS, Retain: cl.WillRetain, Topic: cl.WillTopic,
@@ -215,9 +216,9 @@ func (c *Conn) connectAnswered(sc *scratch, req *ConnectRequest, plan *connackPl
 	o := &c.srv.opts
 	v := req.Version
 	if code != codec.Success {
-		reason := ReasonOf(code)
+		reason := delivery.ReasonOf(code)
 		if code == codec.QuotaExceeded {
-			reason = ReasonSessionStoreFull // at CONNECT, 0x97 is only ever the session store's room
+			reason = delivery.ReasonSessionStoreFull // at CONNECT, 0x97 is only ever the session store's room
 		}
 		c.refuse(v, reason, mapCode(v, code), sc, "refused by the broker")
 		return
@@ -297,13 +298,13 @@ func mapCode(v byte, code codec.ReasonCode) codec.ReasonCode {
 // refuseErr refuses with the code a codec check returned.
 func (c *Conn) refuseErr(v byte, err error, sc *scratch) {
 	e := codec.AsError(err)
-	c.refuse(v, ReasonOf(e.Code), mapCode(v, e.Code), sc, e.Rule)
+	c.refuse(v, delivery.ReasonOf(e.Code), mapCode(v, e.Code), sc, e.Rule)
 }
 
 // refuse ends a connection at CONNECT: the slot goes back, then the CONNACK
 // carrying code (in v's vocabulary) is written, then the socket closes. It
 // is counted under reason, the MQTT 5 code decided whatever v was told.
-func (c *Conn) refuse(v byte, reason Reason, code codec.ReasonCode, sc *scratch, why string) {
+func (c *Conn) refuse(v byte, reason delivery.Reason, code codec.ReasonCode, sc *scratch, why string) {
 	c.srv.counters.ConnectionsRefused.Add(reason)
 	c.state.Store(stateEnding)
 	c.slotRelease()
@@ -323,7 +324,7 @@ func (c *Conn) refuse(v byte, reason Reason, code codec.ReasonCode, sc *scratch,
 // refuseRaw refuses with a CONNACK written as bytes (the 3.1 and 3.1.1
 // version refusal, answered before a protocol is settled).
 func (c *Conn) refuseRaw(b []byte, why string) {
-	c.srv.counters.ConnectionsRefused.Add(ReasonOf(codec.UnsupportedProtocolVersion))
+	c.srv.counters.ConnectionsRefused.Add(delivery.ReasonOf(codec.UnsupportedProtocolVersion))
 	c.state.Store(stateEnding)
 	c.slotRelease()
 	c.out.close()

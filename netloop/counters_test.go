@@ -1,6 +1,7 @@
 package netloop_test
 
 import (
+	"github.com/saguin-edge/saguin/netloop/delivery"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -69,16 +70,16 @@ func TestARefusedConnectIsCountedUnderTheMQTT5CodeDecided(t *testing.T) {
 		t.Fatalf("CONNACK 0x%02x, want 0x02", byte(ack.ReasonCode))
 	}
 	waitCount(t, "refused for bad authentication method", func() uint64 {
-		return cs.ConnectionsRefused.Load(netloop.ReasonOf(codec.BadAuthenticationMethod))
+		return cs.ConnectionsRefused.Load(delivery.ReasonOf(codec.BadAuthenticationMethod))
 	}, 1)
 	waitCount(t, "refused for client identifier not valid", func() uint64 {
-		return cs.ConnectionsRefused.Load(netloop.ReasonOf(codec.ClientIdentifierNotValid))
+		return cs.ConnectionsRefused.Load(delivery.ReasonOf(codec.ClientIdentifierNotValid))
 	}, 1)
 	if n := cs.ConnectionsTotal.Load(); n != 0 {
 		t.Fatalf("refused connections counted as accepted: %d", n)
 	}
 	labels := map[string]uint64{}
-	cs.ConnectionsRefused.Each(func(r netloop.Reason, n uint64) { labels[r.String()] = n })
+	cs.ConnectionsRefused.Each(func(r delivery.Reason, n uint64) { labels[r.String()] = n })
 	if len(labels) != 2 || labels["bad authentication method"] != 1 || labels["client identifier not valid"] != 1 {
 		t.Fatalf("series %v, want one each for the two reasons and no other", labels)
 	}
@@ -94,7 +95,7 @@ func TestAConnectionEndedForAProtocolErrorCountsAsRefused(t *testing.T) {
 	p.Properties.Present.Set(codec.PropTopicAlias)
 	c.send(p.Append(nil, codec.Version5))
 	waitCount(t, "refused for topic alias invalid", func() uint64 {
-		return cs.ConnectionsRefused.Load(netloop.ReasonOf(codec.TopicAliasInvalid))
+		return cs.ConnectionsRefused.Load(delivery.ReasonOf(codec.TopicAliasInvalid))
 	}, 1)
 	waitCount(t, "connections", gauge(&cs.Connections), 0)
 }
@@ -138,10 +139,10 @@ func TestARefusedFilterIsCountedUnderTheCodeDecidedNotThe311Failure(t *testing.T
 	if codes := c.subscribe(1, "$SYS/#", 0); len(codes) != 1 || codes[0] != codec.SubackFailure311 {
 		t.Fatalf("SUBACK %v, want 0x80", codes)
 	}
-	if n := cs.SubscriptionsRefused.Load(netloop.ReasonOf(codec.NotAuthorized)); n != 1 {
+	if n := cs.SubscriptionsRefused.Load(delivery.ReasonOf(codec.NotAuthorized)); n != 1 {
 		t.Fatalf("filters refused not authorized counted %d, want 1", n)
 	}
-	if n := cs.SubscriptionsRefused.Load(netloop.ReasonOf(codec.SubackFailure311)); n != 0 {
+	if n := cs.SubscriptionsRefused.Load(delivery.ReasonOf(codec.SubackFailure311)); n != 0 {
 		t.Fatalf("the 3.1.1 wire code was counted too: %d", n)
 	}
 }

@@ -1,6 +1,7 @@
 package netloop
 
 import (
+	"github.com/saguin-edge/saguin/netloop/delivery"
 	"log/slog"
 	"testing"
 	"time"
@@ -25,13 +26,13 @@ func (f *fakeTransport) RemoteAddr() string { return "fuzz" }
 // acceptAll is a Handler that admits and grants everything.
 type acceptAll struct{}
 
-func (acceptAll) Connect(Client, *ConnectRequest) (bool, codec.ReasonCode)  { return false, 0 }
-func (acceptAll) Publish(Client, *codec.Publish) (codec.ReasonCode, string) { return 0, "" }
-func (acceptAll) Subscribe(_ Client, _ []byte, o SubscribeOptions) (codec.ReasonCode, string) {
+func (acceptAll) Connect(delivery.Client, *ConnectRequest) (bool, codec.ReasonCode)  { return false, 0 }
+func (acceptAll) Publish(delivery.Client, *codec.Publish) (codec.ReasonCode, string) { return 0, "" }
+func (acceptAll) Subscribe(_ delivery.Client, _ []byte, o delivery.SubscribeOptions) (codec.ReasonCode, string) {
 	return codec.ReasonCode(o.QoS), ""
 }
-func (acceptAll) Unsubscribe(Client, []byte) codec.ReasonCode { return 0 }
-func (acceptAll) Disconnected(Client, uint32, bool)           {}
+func (acceptAll) Unsubscribe(delivery.Client, []byte) codec.ReasonCode { return 0 }
+func (acceptAll) Disconnected(delivery.Client, uint32, bool)           {}
 
 // FuzzConnOnData feeds arbitrary bytes, in arbitrary pieces, to a connection:
 // whatever arrives, it must not panic, must consume no more than it was

@@ -1,6 +1,9 @@
 package netloop
 
-import "github.com/saguin-edge/saguin/codec"
+import (
+	"github.com/saguin-edge/saguin/codec"
+	"github.com/saguin-edge/saguin/netloop/delivery"
+)
 
 // Handler is the broker as a connection sees it. Every method is called on the
 // connection's own event loop and must not block: no disk I/O, no lock held
@@ -12,25 +15,25 @@ type Handler interface {
 	// a session held under the same client id (its old connection is Kicked
 	// with 0x8E). Code other than Success refuses the connection; netloop
 	// answers it in the client's vocabulary.
-	Connect(c Client, req *ConnectRequest) (sessionPresent bool, code codec.ReasonCode)
+	Connect(c delivery.Client, req *ConnectRequest) (sessionPresent bool, code codec.ReasonCode)
 
 	// Publish routes one inbound PUBLISH (its topic alias already resolved)
 	// and returns the reason code its PUBACK or PUBREC carries, with the
 	// Reason String saying why when it is a refusal; QoS 0 ignores both.
-	Publish(c Client, p *codec.Publish) (codec.ReasonCode, string)
+	Publish(c delivery.Client, p *codec.Publish) (codec.ReasonCode, string)
 
 	// Subscribe answers one filter of a SUBSCRIBE: the SUBACK's code, and
 	// why when it is a refusal.
-	Subscribe(c Client, filter []byte, opts SubscribeOptions) (codec.ReasonCode, string)
+	Subscribe(c delivery.Client, filter []byte, opts delivery.SubscribeOptions) (codec.ReasonCode, string)
 
 	// Unsubscribe answers one filter of an UNSUBSCRIBE; the code is the
 	// UNSUBACK's (MQTT 5).
-	Unsubscribe(c Client, filter []byte) codec.ReasonCode
+	Unsubscribe(c delivery.Client, filter []byte) codec.ReasonCode
 
 	// Disconnected tells the handler the connection ended. sessionExpiry is
 	// the Session Expiry Interval in force at the end (a client's DISCONNECT
 	// may have changed it); graceful is a client's own DISCONNECT 0x00.
-	Disconnected(c Client, sessionExpiry uint32, graceful bool)
+	Disconnected(c delivery.Client, sessionExpiry uint32, graceful bool)
 }
 
 // ConnectRequest is what the handler needs of an accepted CONNECT.
@@ -61,11 +64,11 @@ type ConnectRequest struct {
 type ExactlyOnce interface {
 	// Holds reports whether the client's session holds an exchange under
 	// packetID: a PUBLISH re-sent for it is answered again, routed never.
-	Holds(c Client, packetID uint16) bool
+	Holds(c delivery.Client, packetID uint16) bool
 	// Release routes the exchange held under packetID. Success and 0x92
 	// (nothing held) are answered on the PUBCOMP; any other code ends the
 	// connection with DISCONNECT and no PUBCOMP, the message kept held.
-	Release(c Client, packetID uint16) (codec.ReasonCode, string)
+	Release(c delivery.Client, packetID uint16) (codec.ReasonCode, string)
 }
 
 // AckHandler is implemented by a handler that wants to know how a delivery
@@ -76,83 +79,12 @@ type AckHandler interface {
 	// the exchange is at PUBREL, so a restart resumes it there and never
 	// sends the message again; false ends the connection with 0x80 and no
 	// PUBREL (RFC 0003 "Outbound QoS 2").
-	Received(c Client, offset uint64, packetID uint16) bool
+	Received(c delivery.Client, offset uint64, packetID uint16) bool
 	// Acked is the end of the exchange: PUBACK at QoS 1, PUBCOMP at QoS 2.
 	// It is also called, with offset 0, for a delivery a shared group handed
 	// from memory (Delivery.Share set, no Offset): its window place coming
 	// back is when the group's backlog may drain.
-	Acked(c Client, offset uint64)
-}
-
-// SubscribeOptions are one filter's options from a SUBSCRIBE.
-type SubscribeOptions struct {
-	QoS               byte
-	NoLocal           bool
-	RetainAsPublished bool
-	RetainHandling    byte
-	// SubscriptionID is the SUBSCRIBE's Subscription Identifier (MQTT 5);
-	// 0 is none. Deliveries for the filter carry it back.
-	SubscriptionID uint32
-}
-
-// Delivery is how one message is sent to one subscription.
-type Delivery struct {
-	QoS    byte // already the lower of the publish's and the subscription's
-	Retain bool // the RETAIN flag on the outgoing PUBLISH
-	// SubscriptionIDs are the identifiers of every subscription this one
-	// copy answers for (overlapping filters get one copy carrying them all).
-	SubscriptionIDs []uint32
-	// Offset numbers the delivery for the handler's AckHandler (a broadcast
-	// log offset); 0 asks for no report.
-	Offset uint64
-	// PacketID is the identifier the handler chose for the delivery - a
-	// resumed session's re-send under the one it was first sent with
-	// (MQTT-4.4.0-1); 0 takes a new one. One held by a delivery still in
-	// flight is not reused: a new one is taken instead.
-	PacketID uint16
-	// Dup marks a delivery that may have been sent before.
-	Dup bool
-	// Released: the client's PUBREC for this QoS 2 delivery was received, so
-	// only its PUBREL is sent again, never the message.
-	Released bool
-	// Share names the shared group that handed the client this delivery, ""
-	// for none: what a connection leaves unfinished is the group's to place
-	// again (ResumeHandler).
-	Share string
-}
-
-// Taker is implemented by a Client that can say whether it can take a
-// delivery now: within the Maximum Packet Size its client declared, and - at
-// QoS 1 or 2 - with room in the in-flight window its Receive Maximum gives.
-// A shared group passes over a member that cannot, rather than have the
-// delivery discarded or wait (RFC 0002 "Shared subscriptions"; RFC 0003 "When
-// a record is too large for a subscriber").
-type Taker interface {
-	CanTake(m *Message, d Delivery) bool
-}
-
-// Client is a connection as the broker holds it. Its methods are safe from any
-// goroutine and never block: a slow or deaf client can only fill its own
-// bounded queue, never hold the caller (invariant 16).
-type Client interface {
-	ClientID() string
-	Version() byte
-	// Deliver queues m for this client as d says. It reports false when
-	// the delivery was shed because the client's outbound queue is full.
-	// m may be pooled: a client that keeps it past the call takes its own
-	// reference (Message.Retain) and gives it back when done.
-	Deliver(m *Message, d Delivery) bool
-	// Kick ends the connection: an MQTT 5 client is sent DISCONNECT with
-	// reason first, a 3.1.1 one is closed.
-	Kick(reason codec.ReasonCode)
-}
-
-// Unfinished is one QoS 1 or 2 delivery a connection ended without
-// finishing: on the wire and unacknowledged (PacketID set), awaiting its
-// PUBCOMP (Released), or still queued (PacketID 0).
-type Unfinished struct {
-	Msg      *Message
-	Delivery Delivery
+	Acked(c delivery.Client, offset uint64)
 }
 
 // ResumeHandler is implemented by a handler that keeps a session's
@@ -162,21 +94,8 @@ type Unfinished struct {
 // The connection lets go of the messages once the call returns: a handler
 // that keeps one takes its own reference (Message.Retain).
 type ResumeHandler interface {
-	Unfinished(c Client, u []Unfinished)
+	Unfinished(c delivery.Client, u []delivery.Unfinished)
 }
-
-// Call names a Handler call whose answer a client waits for and which may
-// wait on storage (StoreWaiter).
-type Call uint8
-
-const (
-	CallConnect     Call = iota + 1 // Handler.Connect: the session record before CONNACK
-	CallPublish                     // Handler.Publish: a log append before PUBACK, a hold before PUBREC, a retained value
-	CallRelease                     // ExactlyOnce.Release: the release before PUBCOMP
-	CallSubscribe                   // Handler.Subscribe: the session record before SUBACK
-	CallUnsubscribe                 // Handler.Unsubscribe: the session record before UNSUBACK
-	CallReceived                    // AckHandler.Received: the stored PUBREC before our PUBREL
-)
 
 // StoreWaiter is implemented by a handler some of whose calls wait on storage
 // - a commit to disk - before they return. Such a call runs off the
@@ -189,5 +108,5 @@ type StoreWaiter interface {
 	// Waits reports whether call may wait on storage. It is asked on the
 	// loop for every such packet, so it must be cheap and never block; qos
 	// and retain are the PUBLISH's (CallPublish), zero otherwise.
-	Waits(call Call, qos byte, retain bool) bool
+	Waits(call delivery.Call, qos byte, retain bool) bool
 }

@@ -8,7 +8,7 @@ import (
 	"github.com/saguin-edge/saguin/netloop"
 )
 
-// Routed messages are pooled (netloop.Message): a queued delivery must keep
+// Routed messages are pooled (delivery.Message): a queued delivery must keep
 // its message until it is written and acknowledged, however many later
 // publishes are routed meanwhile. A Receive Maximum of 1 keeps all but one
 // delivery waiting in the subscriber's queue while the publisher's messages

@@ -1,6 +1,7 @@
 package netloop
 
 import (
+	"github.com/saguin-edge/saguin/netloop/delivery"
 	"sync"
 	"sync/atomic"
 )
@@ -9,9 +10,13 @@ import (
 // message's bytes, so that many small messages cannot pass the bound.
 const outEntryCost = 64
 
+// entrySize is what a queued or in-flight delivery of m is charged against
+// the connection's bounds: its message's bytes and the entry's fixed cost.
+func entrySize(m *delivery.Message) int { return m.Bytes() + outEntryCost }
+
 // outEntry is one delivery waiting to be written.
 type outEntry struct {
-	msg    *Message
+	msg    *delivery.Message
 	qos    byte
 	retain bool
 	subIDs []uint32 // Subscription Identifiers to carry
@@ -64,7 +69,7 @@ const keptRing = 64
 // always queued when nothing else is, however large. What is shed is counted
 // in cs.
 func (q *outQueue) push(e outEntry, cs *Counters) bool {
-	size := e.msg.Size()
+	size := entrySize(e.msg)
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if q.closed {
@@ -77,7 +82,7 @@ func (q *outQueue) push(e outEntry, cs *Counters) bool {
 		}
 		for q.n > 0 && q.bytes+size > q.limit {
 			old := q.popLocked()
-			q.bytes -= old.msg.Size()
+			q.bytes -= entrySize(old.msg)
 			if old.qos == 0 {
 				cs.DeliveriesDropped.Add(1)
 			} else {
@@ -164,7 +169,7 @@ func (q *outQueue) popThrough(seq uint64, batch []outEntry) {
 	q.lent = 0
 	for q.n > 0 && q.ring[q.head].seq <= seq {
 		e := q.popLocked()
-		q.bytes -= e.msg.Size()
+		q.bytes -= entrySize(e.msg)
 		e.msg.Release()
 	}
 }

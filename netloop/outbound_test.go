@@ -1,8 +1,13 @@
 package netloop
 
-import "testing"
+import (
+	"github.com/saguin-edge/saguin/netloop/delivery"
+	"testing"
+)
 
-func msgOf(n int) *Message { return &Message{Topic: []byte("t"), Payload: make([]byte, n)} }
+func msgOf(n int) *delivery.Message {
+	return &delivery.Message{Topic: []byte("t"), Payload: make([]byte, n)}
+}
 
 func TestQoS0DeliveryPastTheQueueBoundIsShedAndCountedAsDropped(t *testing.T) {
 	q := outQueue{limit: 1000}
@@ -45,7 +50,7 @@ func TestADeliveryLargerThanTheBoundIsQueuedWhenNothingElseIs(t *testing.T) {
 
 func TestQueueKeepsOrderAcrossGrowth(t *testing.T) {
 	q := outQueue{limit: 1 << 30}
-	var msgs []*Message
+	var msgs []*delivery.Message
 	for i := 0; i < 100; i++ {
 		m := msgOf(i)
 		msgs = append(msgs, m)

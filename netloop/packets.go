@@ -2,6 +2,7 @@ package netloop
 
 import (
 	"bytes"
+	"github.com/saguin-edge/saguin/netloop/delivery"
 	"strings"
 
 	"github.com/saguin-edge/saguin/codec"
@@ -96,14 +97,14 @@ func (c *Conn) onPublish(h codec.Header, body []byte, sc *scratch) {
 	}
 	switch p.QoS {
 	case 0:
-		if p.Retain && c.waits(CallPublish, 0, true) {
-			c.goWait(&pendingCall{kind: CallPublish, pub: p.Clone()})
+		if p.Retain && c.waits(delivery.CallPublish, 0, true) {
+			c.goWait(&pendingCall{kind: delivery.CallPublish, pub: p.Clone()})
 			return
 		}
 		c.srv.opts.Handler.Publish(c, p)
 	case 1:
-		if c.waits(CallPublish, 1, p.Retain) {
-			c.goWait(&pendingCall{kind: CallPublish, pub: p.Clone()})
+		if c.waits(delivery.CallPublish, 1, p.Retain) {
+			c.goWait(&pendingCall{kind: delivery.CallPublish, pub: p.Clone()})
 			return
 		}
 		code, why := c.srv.opts.Handler.Publish(c, p)
@@ -123,8 +124,8 @@ func (c *Conn) onPublish(h codec.Header, body []byte, sc *scratch) {
 			c.protocolFault(&codec.Error{Code: codec.ReceiveMaximumExceeded, Rule: "more QoS 2 exchanges unfinished than the Receive Maximum the CONNACK gave (MQTT-3.3.4-7)"}, sc)
 			return
 		}
-		if c.waits(CallPublish, 2, p.Retain) {
-			c.goWait(&pendingCall{kind: CallPublish, pub: p.Clone()})
+		if c.waits(delivery.CallPublish, 2, p.Retain) {
+			c.goWait(&pendingCall{kind: delivery.CallPublish, pub: p.Clone()})
 			return
 		}
 		code, why := c.srv.opts.Handler.Publish(c, p)
@@ -143,7 +144,7 @@ func (c *Conn) publishAnswered(sc *scratch, qos byte, packetID uint16, topic []b
 		// 3.1.1's PUBACK and PUBREC have no code: a refusal closes the
 		// connection rather than acknowledging a discarded record (RFC 0002).
 		c.logWarn("closed: a 3.1.1 publish was refused", "code", "0x"+hex2(byte(code)), "topic", string(topic))
-		c.srv.counters.ConnectionsRefused.Add(ReasonOf(code))
+		c.srv.counters.ConnectionsRefused.Add(delivery.ReasonOf(code))
 		c.flushScratch(sc)
 		c.end(0, false, false)
 		return
@@ -183,8 +184,8 @@ func (c *Conn) onAck(a *codec.Ack, sc *scratch) {
 			c.settle(a.PacketID, f) // the client refused the message: the exchange ends
 		default:
 			if h, numbered := c.srv.opts.Handler.(AckHandler); numbered && f.offset != 0 {
-				if c.waits(CallReceived, 0, false) {
-					c.goWait(&pendingCall{kind: CallReceived, offset: f.offset, packetID: a.PacketID})
+				if c.waits(delivery.CallReceived, 0, false) {
+					c.goWait(&pendingCall{kind: delivery.CallReceived, offset: f.offset, packetID: a.PacketID})
 					return
 				}
 				c.receivedAnswered(sc, a.PacketID, h.Received(c, f.offset, a.PacketID))
@@ -200,8 +201,8 @@ func (c *Conn) onAck(a *codec.Ack, sc *scratch) {
 		_, held := c.heldQoS2[a.PacketID]
 		delete(c.heldQoS2, a.PacketID)
 		if eo, ok := c.srv.opts.Handler.(ExactlyOnce); ok {
-			if c.waits(CallRelease, 0, false) {
-				c.goWait(&pendingCall{kind: CallRelease, packetID: a.PacketID})
+			if c.waits(delivery.CallRelease, 0, false) {
+				c.goWait(&pendingCall{kind: delivery.CallRelease, packetID: a.PacketID})
 				return
 			}
 			code, why := eo.Release(c, a.PacketID)
@@ -326,7 +327,7 @@ func (c *Conn) onSubscribe(h codec.Header, body []byte, sc *scratch) {
 		sa.ReasonCodes = sa.ReasonCodes[:0]
 		for range s.Subscriptions {
 			sa.ReasonCodes = append(sa.ReasonCodes, codec.ImplementationSpecificError)
-			c.srv.counters.SubscriptionsRefused.Add(ReasonOf(codec.ImplementationSpecificError))
+			c.srv.counters.SubscriptionsRefused.Add(delivery.ReasonOf(codec.ImplementationSpecificError))
 		}
 		c.reasonString(&sa.Properties, codec.ImplementationSpecificError, "SUBSCRIBE carries a saguin- User Property Sagüin does not read", false)
 		sc.out = sa.Append(sc.out, v)
@@ -349,12 +350,12 @@ func (c *Conn) onSubscribe(h codec.Header, body []byte, sc *scratch) {
 			}
 		}
 	}
-	optionsOf := func(f *codec.Subscription) SubscribeOptions {
-		return SubscribeOptions{QoS: f.QoS, NoLocal: f.NoLocal, RetainAsPublished: f.RetainAsPublished,
+	optionsOf := func(f *codec.Subscription) delivery.SubscribeOptions {
+		return delivery.SubscribeOptions{QoS: f.QoS, NoLocal: f.NoLocal, RetainAsPublished: f.RetainAsPublished,
 			RetainHandling: f.RetainHandling, SubscriptionID: subID}
 	}
-	if c.waits(CallSubscribe, 0, false) {
-		pc := &pendingCall{kind: CallSubscribe, packetID: s.PacketID}
+	if c.waits(delivery.CallSubscribe, 0, false) {
+		pc := &pendingCall{kind: delivery.CallSubscribe, packetID: s.PacketID}
 		for i := range s.Subscriptions {
 			f := &s.Subscriptions[i]
 			pc.filters = append(pc.filters, bytes.Clone(f.Filter))
@@ -386,7 +387,7 @@ func (c *Conn) subscribeAnswered(sc *scratch, packetID uint16, refused []string)
 	sa.Properties.Reset()
 	for i, code := range sa.ReasonCodes {
 		if code.IsError() {
-			c.srv.counters.SubscriptionsRefused.Add(ReasonOf(code)) // before 3.1.1's 0x80 hides it
+			c.srv.counters.SubscriptionsRefused.Add(delivery.ReasonOf(code)) // before 3.1.1's 0x80 hides it
 			if v != codec.Version5 {
 				sa.ReasonCodes[i] = codec.SubackFailure311
 			}
@@ -420,8 +421,8 @@ func (c *Conn) onUnsubscribe(h codec.Header, body []byte, sc *scratch) {
 			unread = append(unread, up.Key)
 		}
 	}
-	if c.waits(CallUnsubscribe, 0, false) {
-		pc := &pendingCall{kind: CallUnsubscribe, packetID: u.PacketID}
+	if c.waits(delivery.CallUnsubscribe, 0, false) {
+		pc := &pendingCall{kind: delivery.CallUnsubscribe, packetID: u.PacketID}
 		for _, f := range u.Filters {
 			pc.filters = append(pc.filters, bytes.Clone(f))
 		}

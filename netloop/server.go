@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/saguin-edge/saguin/netloop/delivery"
 	"log/slog"
 	"net"
 	"sync"
@@ -179,7 +180,7 @@ func (s *Server) arrive(l *listener, nc net.Conn) {
 	default:
 		// The budget is full (or the broker is stopping): nothing read,
 		// nothing written.
-		s.counters.ConnectionsRefused.Add(ReasonOf(codec.ServerBusy))
+		s.counters.ConnectionsRefused.Add(delivery.ReasonOf(codec.ServerBusy))
 		nc.Close()
 	}
 }
@@ -197,7 +198,7 @@ func (s *Server) overflow(l *listener, nc net.Conn, w *waiter, arrivedAt time.Ti
 	select {
 	case <-s.stop:
 	default:
-		s.counters.ConnectionsRefused.Add(ReasonOf(codec.ServerBusy))
+		s.counters.ConnectionsRefused.Add(delivery.ReasonOf(codec.ServerBusy))
 		answerBusy(nc, arrivedAt.Add(limit))
 	}
 	nc.Close()

@@ -1,4 +1,4 @@
-package netloop
+package delivery
 
 import (
 	"bytes"
@@ -70,7 +70,7 @@ func AcquireMessage(p *codec.Publish) *Message {
 // it past the call that handed it over.
 func (m *Message) Retain() {
 	if m != nil && m.pooled && m.refs.Add(1) <= 1 {
-		panic("netloop: a Message retained after its last release")
+		panic("delivery: a Message retained after its last release")
 	}
 }
 
@@ -84,7 +84,7 @@ func (m *Message) Release() {
 	case n > 0:
 		return
 	case n < 0:
-		panic("netloop: a Message released more often than it was held")
+		panic("delivery: a Message released more often than it was held")
 	}
 	if raceEnabled {
 		// Under -race (every test run) a holder that kept it without a
@@ -182,9 +182,10 @@ func (m *Message) Expired(now time.Time) bool {
 	return m.expiresAt != 0 && now.UnixNano() >= m.expiresAt
 }
 
-// Size is what the message is charged against an outbound queue's bound:
-// its bytes and the fixed cost of the entry that holds it.
-func (m *Message) Size() int {
+// Bytes is what the message holds: its topic, payload and forwarded
+// properties' bytes. An outbound queue charges it, with its entry's cost,
+// against its bound.
+func (m *Message) Bytes() int {
 	n := len(m.Topic) + len(m.Payload)
 	if pr := m.Props; pr != nil {
 		n += len(pr.ContentType) + len(pr.ResponseTopic) + len(pr.CorrelationData)
@@ -192,5 +193,14 @@ func (m *Message) Size() int {
 			n += len(u.Key) + len(u.Value)
 		}
 	}
-	return n + outEntryCost
+	return n
 }
+
+// ExpiresAt is when the message's Message Expiry Interval runs out, unix ns;
+// 0 is never. A delivery written later carries what remains.
+func (m *Message) ExpiresAt() int64 { return m.expiresAt }
+
+// Holders is how many references a pooled message has left (0 once the last
+// holder let it go; always 0 for one from NewMessage): how a holder's test
+// checks that it gave back what it took.
+func (m *Message) Holders() int { return int(m.refs.Load()) }

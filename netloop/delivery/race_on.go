@@ -1,6 +1,6 @@
 //go:build race
 
-package netloop
+package delivery
 
 // raceEnabled: built with -race, where a released message is poisoned.
 const raceEnabled = true

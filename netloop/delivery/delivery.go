@@ -1,0 +1,89 @@
+// Package delivery holds what the event loop and the broker hand each other:
+// a routed Message, how it is sent to one subscription (Delivery), the
+// connection as the broker holds it (Client), and the refusal labels both
+// count (Reason). It imports only the codec, so that the broker, ops and
+// bridges read these types without importing the event loop.
+package delivery
+
+import "github.com/saguin-edge/saguin/codec"
+
+// SubscribeOptions are one filter's options from a SUBSCRIBE.
+type SubscribeOptions struct {
+	QoS               byte
+	NoLocal           bool
+	RetainAsPublished bool
+	RetainHandling    byte
+	// SubscriptionID is the SUBSCRIBE's Subscription Identifier (MQTT 5);
+	// 0 is none. Deliveries for the filter carry it back.
+	SubscriptionID uint32
+}
+
+// Delivery is how one message is sent to one subscription.
+type Delivery struct {
+	QoS    byte // already the lower of the publish's and the subscription's
+	Retain bool // the RETAIN flag on the outgoing PUBLISH
+	// SubscriptionIDs are the identifiers of every subscription this one
+	// copy answers for (overlapping filters get one copy carrying them all).
+	SubscriptionIDs []uint32
+	// Offset numbers the delivery for the handler's AckHandler (a broadcast
+	// log offset); 0 asks for no report.
+	Offset uint64
+	// PacketID is the identifier the handler chose for the delivery - a
+	// resumed session's re-send under the one it was first sent with
+	// (MQTT-4.4.0-1); 0 takes a new one. One held by a delivery still in
+	// flight is not reused: a new one is taken instead.
+	PacketID uint16
+	// Dup marks a delivery that may have been sent before.
+	Dup bool
+	// Released: the client's PUBREC for this QoS 2 delivery was received, so
+	// only its PUBREL is sent again, never the message.
+	Released bool
+	// Share names the shared group that handed the client this delivery, ""
+	// for none: what a connection leaves unfinished is the group's to place
+	// again (ResumeHandler).
+	Share string
+}
+
+// Client is a connection as the broker holds it. Its methods are safe from any
+// goroutine and never block: a slow or deaf client can only fill its own
+// bounded queue, never hold the caller (invariant 16).
+type Client interface {
+	ClientID() string
+	Version() byte
+	// Deliver queues m for this client as d says. It reports false when
+	// the delivery was shed because the client's outbound queue is full.
+	// m may be pooled: a client that keeps it past the call takes its own
+	// reference (Message.Retain) and gives it back when done.
+	Deliver(m *Message, d Delivery) bool
+	// CanTake reports whether the client can take d now: within the
+	// Maximum Packet Size its client declared, and - at QoS 1 or 2 - with
+	// room in the in-flight window its Receive Maximum gives. A shared
+	// group passes over a member that cannot, rather than have the delivery
+	// discarded or wait (RFC 0002 "Shared subscriptions"; RFC 0003 "When a
+	// record is too large for a subscriber").
+	CanTake(m *Message, d Delivery) bool
+	// Kick ends the connection: an MQTT 5 client is sent DISCONNECT with
+	// reason first, a 3.1.1 one is closed.
+	Kick(reason codec.ReasonCode)
+}
+
+// Unfinished is one QoS 1 or 2 delivery a connection ended without
+// finishing: on the wire and unacknowledged (PacketID set), awaiting its
+// PUBCOMP (Released), or still queued (PacketID 0).
+type Unfinished struct {
+	Msg      *Message
+	Delivery Delivery
+}
+
+// Call names a handler call whose answer a client waits for and which may
+// wait on storage.
+type Call uint8
+
+const (
+	CallConnect     Call = iota + 1 // Connect: the session record before CONNACK
+	CallPublish                     // Publish: a log append before PUBACK, a hold before PUBREC, a retained value
+	CallRelease                     // Release: the release before PUBCOMP
+	CallSubscribe                   // Subscribe: the session record before SUBACK
+	CallUnsubscribe                 // Unsubscribe: the session record before UNSUBACK
+	CallReceived                    // Received: the stored PUBREC before our PUBREL
+)
