@@ -75,6 +75,12 @@ func (c *Conn) onPublish(h codec.Header, body []byte, sc *scratch) {
 		c.protocolFault(err, sc)
 		return
 	}
+	// The codec reads the property in either direction; from a client it is
+	// a Protocol Error.
+	if v == codec.Version5 && p.Properties.Present.Has(codec.PropSubscriptionID) {
+		c.protocolFault(&codec.Error{Code: codec.ProtocolError, Rule: "a client's PUBLISH carries a Subscription Identifier (MQTT-3.3.4-6)"}, sc)
+		return
+	}
 	if v == codec.Version5 && p.Properties.Present.Has(codec.PropTopicAlias) {
 		a := p.Properties.TopicAlias
 		if a > TopicAliasMaximum {
