@@ -82,6 +82,10 @@ func (c *Conn) onConnect(h codec.Header, body []byte, sc *scratch) {
 	}
 	c.version.Store(uint32(v))
 	if v == codec.Version5 {
+		// Known before any answer: no CONNACK may exceed it (MQTT-3.1.2-24).
+		if cp.Properties.Present.Has(codec.PropMaximumPacketSize) {
+			c.clientMaxPkt = int(cp.Properties.MaximumPacketSize)
+		}
 		if cp.Properties.Present.Has(codec.PropAuthMethod) {
 			c.refuse(v, delivery.ReasonOf(codec.BadAuthenticationMethod), codec.BadAuthenticationMethod, sc, "CONNECT names an Authentication Method; Sagüin runs no enhanced authentication")
 			return
@@ -132,9 +136,6 @@ func (c *Conn) onConnect(h codec.Header, body []byte, sc *scratch) {
 		if cp.Properties.Present.Has(codec.PropReceiveMaximum) {
 			c.clientRecvMax = int(cp.Properties.ReceiveMaximum)
 		}
-		if cp.Properties.Present.Has(codec.PropMaximumPacketSize) {
-			c.clientMaxPkt = int(cp.Properties.MaximumPacketSize)
-		}
 	}
 
 	id := string(cp.ClientID)
@@ -147,6 +148,10 @@ func (c *Conn) onConnect(h codec.Header, body []byte, sc *scratch) {
 
 	plan := connackPlan{keepalive: keepalive, serverKeepAlive: serverKeepAlive, asked: asked, granted: granted,
 		capped: asked > maxExpiry, assigned: assigned, cleanStart: cp.CleanStart}
+	if !c.connackFits(sc, &plan, id) {
+		c.closeUnanswered("the CONNACK would exceed the client's Maximum Packet Size (MQTT-3.1.2-24)")
+		return
+	}
 	if c.waits(delivery.CallConnect, 0, false) {
 		// The session record is written before the CONNACK: off the loop,
 		// with the CONNECT's bytes copied out of the read buffer.
@@ -213,7 +218,6 @@ func (c *Conn) attachConnected(req *ConnectRequest, plan *connackPlan) {
 
 // connectAnswered writes the CONNACK for the handler's answer to a CONNECT.
 func (c *Conn) connectAnswered(sc *scratch, req *ConnectRequest, plan *connackPlan, present bool, code codec.ReasonCode) {
-	o := &c.srv.opts
 	v := req.Version
 	if code != codec.Success {
 		reason := delivery.ReasonOf(code)
@@ -240,29 +244,7 @@ func (c *Conn) connectAnswered(sc *scratch, req *ConnectRequest, plan *connackPl
 	ack.ReasonCode = codec.Success
 	ack.Properties.Reset()
 	if v == codec.Version5 {
-		pr := &ack.Properties
-		pr.TopicAliasMaximum = TopicAliasMaximum
-		pr.Present.Set(codec.PropTopicAliasMaximum)
-		pr.MaximumPacketSize = uint32(o.MaxMessageSize)
-		pr.Present.Set(codec.PropMaximumPacketSize)
-		pr.ReceiveMaximum = uint16(o.ReceiveMaximum)
-		pr.Present.Set(codec.PropReceiveMaximum)
-		if !o.RetainAvailable {
-			pr.RetainAvailable = 0
-			pr.Present.Set(codec.PropRetainAvailable)
-		}
-		if plan.asked > plan.granted {
-			pr.SessionExpiry = plan.granted
-			pr.Present.Set(codec.PropSessionExpiry)
-		}
-		if plan.serverKeepAlive {
-			pr.ServerKeepAlive = plan.keepalive
-			pr.Present.Set(codec.PropServerKeepAlive)
-		}
-		if plan.assigned {
-			pr.AssignedClientID = []byte(req.ClientID)
-			pr.Present.Set(codec.PropAssignedClientID)
-		}
+		c.connackProps(&ack.Properties, plan, req.ClientID)
 	}
 	sc.out = ack.Append(sc.out, v)
 	ack.Properties.Reset()
@@ -270,6 +252,68 @@ func (c *Conn) connectAnswered(sc *scratch, req *ConnectRequest, plan *connackPl
 		c.logInfo("client connected", "protocol", protocolName(v), "clean_start", plan.cleanStart,
 			"keepalive", plan.keepalive, "session_expiry", plan.granted, "session_present", present)
 	}
+}
+
+// connackProps are the properties of an MQTT 5 CONNACK saying yes (RFC 0002
+// "what the CONNACK promises when it says yes").
+func (c *Conn) connackProps(pr *codec.Properties, plan *connackPlan, clientID string) {
+	o := &c.srv.opts
+	pr.TopicAliasMaximum = TopicAliasMaximum
+	pr.Present.Set(codec.PropTopicAliasMaximum)
+	pr.MaximumPacketSize = uint32(o.MaxMessageSize)
+	pr.Present.Set(codec.PropMaximumPacketSize)
+	pr.ReceiveMaximum = uint16(o.ReceiveMaximum)
+	pr.Present.Set(codec.PropReceiveMaximum)
+	if !o.RetainAvailable {
+		pr.RetainAvailable = 0
+		pr.Present.Set(codec.PropRetainAvailable)
+	}
+	if plan.asked > plan.granted {
+		pr.SessionExpiry = plan.granted
+		pr.Present.Set(codec.PropSessionExpiry)
+	}
+	if plan.serverKeepAlive {
+		pr.ServerKeepAlive = plan.keepalive
+		pr.Present.Set(codec.PropServerKeepAlive)
+	}
+	if plan.assigned {
+		pr.AssignedClientID = []byte(clientID)
+		pr.Present.Set(codec.PropAssignedClientID)
+	}
+}
+
+// connackFits reports whether the CONNACK saying yes fits the client's
+// Maximum Packet Size, asked before the handler makes a session: one that
+// does not is never sent (MQTT-3.1.2-24), and the connection is closed with
+// no session made. A session store with no room may shorten the Session
+// Expiry and add that property after the handler answers, so it is counted
+// whenever an expiry is granted (docs/sessions.md "Readings chosen").
+func (c *Conn) connackFits(sc *scratch, plan *connackPlan, clientID string) bool {
+	if c.clientMaxPkt == 0 {
+		return true
+	}
+	worst := *plan
+	if worst.granted > 0 {
+		worst.asked = max(worst.asked, worst.granted+1)
+	}
+	ack := &sc.connack
+	ack.SessionPresent, ack.ReasonCode = true, codec.Success
+	ack.Properties.Reset()
+	c.connackProps(&ack.Properties, &worst, clientID)
+	fits := ack.Size(codec.Version5) <= c.clientMaxPkt
+	ack.Properties.Reset()
+	return fits
+}
+
+// closeUnanswered ends a connection at CONNECT with nothing written: its
+// answer would not fit the client's Maximum Packet Size.
+func (c *Conn) closeUnanswered(why string) {
+	c.srv.counters.ConnectionsRefused.Add(delivery.ReasonOf(codec.PacketTooLarge))
+	c.state.Store(stateEnding)
+	c.slotRelease()
+	c.out.close()
+	c.logWarn("closed: CONNECT unanswered", "protocol", protocolName(c.Version()), "max_packet_size", c.clientMaxPkt, "why", why)
+	c.finish()
 }
 
 // answerable311 reports the CONNECT refusals RFC 0002 gives a 3.1.1 return
@@ -314,7 +358,12 @@ func (c *Conn) refuse(v byte, reason delivery.Reason, code codec.ReasonCode, sc 
 	ack.ReasonCode = code
 	ack.Properties.Reset()
 	c.reasonString(&ack.Properties, code, why, true)
-	sc.out = ack.Append(sc.out, v)
+	if c.clientMaxPkt != 0 && ack.Size(v) > c.clientMaxPkt {
+		ack.Properties.Reset() // the Reason String goes first (MQTT-3.1.2-24)
+	}
+	if c.clientMaxPkt == 0 || ack.Size(v) <= c.clientMaxPkt {
+		sc.out = ack.Append(sc.out, v)
+	}
 	ack.Properties.Reset()
 	c.flushScratch(sc)
 	c.logWarn("connection refused", "protocol", protocolName(v), "code", "0x"+strings.ToUpper(hex2(byte(code))), "why", why)
