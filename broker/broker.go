@@ -714,11 +714,11 @@ func (b *Broker) checkTopic(t []byte) (codec.ReasonCode, string) {
 		return codec.TopicNameInvalid, "topic is longer than limits.max_topic_length"
 	case topic.Levels(s) > b.opts.MaxTopicLevels:
 		return codec.TopicNameInvalid, "topic is deeper than limits.max_topic_levels"
-	case strings.HasPrefix(s, "$saguin/"):
+	case strings.HasPrefix(s, topic.SaguinPrefix):
 		return codec.TopicNameInvalid, "topic is in the reserved $saguin/ space"
-	case strings.HasPrefix(s, "$share/"):
+	case strings.HasPrefix(s, topic.SharePrefix):
 		return codec.TopicNameInvalid, "$share/ is a subscription form, not a topic"
-	case strings.HasPrefix(s, "$SYS"):
+	case strings.HasPrefix(s, topic.SysPrefix):
 		return codec.NotAuthorized, "topic is in the $SYS tree"
 	}
 	return codec.Success, ""
@@ -731,11 +731,11 @@ func (b *Broker) checkFilter(filter string) (codec.ReasonCode, string) {
 		return codec.TopicFilterInvalid, "not a topic filter: + and # take a whole level, # only the last"
 	case topic.Levels(filter) > b.opts.MaxTopicLevels:
 		return codec.TopicFilterInvalid, "deeper than limits.max_topic_levels"
-	case strings.HasPrefix(filter, "$saguin/queue/"):
+	case strings.HasPrefix(filter, topic.QueuePrefix):
 		return codec.TopicFilterInvalid, "names no queue"
-	case strings.HasPrefix(filter, "$saguin/"):
+	case strings.HasPrefix(filter, topic.SaguinPrefix):
 		return codec.NotAuthorized, "nothing is delivered under $saguin/ but a queue's form and a seek reply"
-	case strings.HasPrefix(filter, "$SYS"):
+	case strings.HasPrefix(filter, topic.SysPrefix):
 		return codec.NotAuthorized, "nothing is delivered under $SYS"
 	}
 	return codec.Success, ""

@@ -65,7 +65,7 @@ func (b *Broker) shareDropped() { b.counters.SharesDroppedNoMember.Add(1) }
 // a group); and a 3.1.1 client, which has no $share, refused (its 0x80). ok is
 // false for a filter that is not shared at all.
 func (b *Broker) checkShared(c delivery.Client, filter string) (inner string, code codec.ReasonCode, why string, ok bool) {
-	if len(filter) >= 7 && strings.EqualFold(filter[:7], "$share/") && filter[:7] != "$share/" {
+	if n := len(topic.SharePrefix); len(filter) >= n && strings.EqualFold(filter[:n], topic.SharePrefix) && filter[:n] != topic.SharePrefix {
 		return "", codec.TopicFilterInvalid, "$share is spelled in lower case and no other", true
 	}
 	_, inner, shared, err := topic.SplitShared(filter)
@@ -78,7 +78,7 @@ func (b *Broker) checkShared(c delivery.Client, filter string) (inner string, co
 	if c.Version() != codec.Version5 {
 		return "", codec.UnspecifiedError, "MQTT 3.1.1 gives $share no meaning", true
 	}
-	if strings.HasPrefix(inner, "$saguin/") {
+	if strings.HasPrefix(inner, topic.SaguinPrefix) {
 		return "", codec.NotAuthorized, "nothing under $saguin/ is ever delivered to a group", true
 	}
 	if code, why := b.checkFilter(inner); code != codec.Success {

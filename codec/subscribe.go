@@ -1,6 +1,9 @@
 package codec
 
-import "bytes"
+import (
+	"bytes"
+	"github.com/saguin-edge/saguin/codec/topic"
+)
 
 // Subscription is one topic filter of a SUBSCRIBE with its options. Filter
 // aliases the body handed to Decode.
@@ -19,7 +22,7 @@ type Subscribe struct {
 	Subscriptions []Subscription
 }
 
-var sharePrefix = []byte("$share/")
+var sharePrefix = []byte(topic.SharePrefix)
 
 // Decode reads a SUBSCRIBE. Refused as it is read: no filters (0x82,
 // MQTT-3.8.3-2), a zero-length filter (0x82, RFC 0002: a field the client did

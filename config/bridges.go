@@ -193,7 +193,7 @@ func (l *loader) checkRule(r *obj, rule BridgeRule, lim Limits, b *Bridge) {
 			r.at("filter", " %q is not a well-formed MQTT topic filter: %v", f, err)
 			return
 		}
-		if f == "$saguin" || strings.HasPrefix(f, "$saguin/") {
+		if f == topic.SaguinRoot || strings.HasPrefix(f, topic.SaguinPrefix) {
 			r.at("filter", " %q names the reserved $saguin/ space, which no rule may carry in any direction: inbound it would carry a queue's deliveries across the link, taking leases nothing acknowledges", f)
 			return
 		}

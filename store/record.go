@@ -9,7 +9,10 @@
 // conformance script both must pass is store/storetest.
 package store
 
-import "time"
+import (
+	"github.com/saguin-edge/saguin/codec/topic"
+	"time"
+)
 
 // Header is one MQTT 5 User Property of a record. Headers are kept as an
 // ordered slice, never a map: MQTT allows repeated names and requires them
@@ -179,10 +182,10 @@ const (
 )
 
 // DLQSuffix is the name suffix of a queue's derived dead-letter channel.
-const DLQSuffix = "__dlq"
+const DLQSuffix = topic.DeadLetterSuffix
 
 // Reserved store names: never a channel's (a channel name is one topic level).
 const (
-	RetainedName  = "$saguin/retained"
-	BroadcastName = "$saguin/broadcast"
+	RetainedName  = topic.SaguinPrefix + "retained"
+	BroadcastName = topic.SaguinPrefix + "broadcast"
 )

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"github.com/saguin-edge/saguin/codec/topic"
 	"strings"
 	"time"
 )
@@ -114,7 +115,7 @@ func SubscriptionSize(sub *Subscription) int64 {
 	if sub.ShareGroup != "" {
 		n += sharedFilterBytes
 		// The levels charged are the filter's own, not "$share/<group>/".
-		levels = strings.TrimPrefix(levels, "$share/"+sub.ShareGroup+"/")
+		levels = strings.TrimPrefix(levels, topic.SharePrefix+sub.ShareGroup+"/")
 	}
 	return n + filterExtraLevelCost*int64(strings.Count(levels, "/"))
 }

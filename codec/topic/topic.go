@@ -28,12 +28,28 @@ var (
 // Separator divides the levels of a topic or a filter.
 const Separator = '/'
 
-// DeadLetterLevel is the level a dead-letter channel's filter and topics gain,
-// and which no filter an operator writes may carry (RFC 0002).
-const DeadLetterLevel = "__dlq"
-
-// DeadLetterSuffix ends the name of the append channel a queue derives.
-const DeadLetterSuffix = "__dlq"
+// The names RFC 0002 reserves, written once: the broker, config, the stores
+// and netloop test topics and filters against these, never against literals.
+const (
+	// DeadLetterLevel is the level a dead-letter channel's filter and topics
+	// gain, and which no filter an operator writes may carry (RFC 0002).
+	DeadLetterLevel = "__dlq"
+	// DeadLetterSuffix ends the name of the append channel a queue derives.
+	DeadLetterSuffix = "__dlq"
+	// SaguinPrefix begins the reserved space no client publishes to and only
+	// a queue's form and a seek reply are delivered from ("$saguin" alone is
+	// reserved too: SaguinRoot).
+	SaguinPrefix = "$saguin/"
+	// SaguinRoot is the reserved space's first level.
+	SaguinRoot = "$saguin"
+	// QueuePrefix begins a queue's subscription form, $saguin/queue/<name>.
+	QueuePrefix = "$saguin/queue/"
+	// SysPrefix begins the $SYS tree: no client publishes there and nothing
+	// is delivered from it. A prefix of the first level, as MQTT treats it.
+	SysPrefix = "$SYS"
+	// SharePrefix begins every shared subscription, in MQTT's own lower case.
+	SharePrefix = "$share/"
+)
 
 // ValidateName checks a topic name as a PUBLISH carries it: non-empty, no NUL,
 // no wildcard. Length and level limits are the broker's configuration, not
@@ -113,9 +129,6 @@ func FirstLevel(s string) string {
 	}
 	return s
 }
-
-// SharePrefix begins every shared subscription, in MQTT's own lower case.
-const SharePrefix = "$share/"
 
 // SplitShared splits "$share/<ShareName>/<filter>" into its group and filter.
 // ok is false for anything that does not begin with SharePrefix; err reports a

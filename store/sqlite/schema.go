@@ -1,5 +1,7 @@
 package sqlite
 
+import "github.com/saguin-edge/saguin/store"
+
 // SchemaVersion is the PRAGMA user_version of every database this package
 // creates, and the only one it opens. The layout is Sagüin's own and not
 // byte-compatible with any earlier implementation, so it does not reuse
@@ -26,8 +28,8 @@ const pageSize = 4096
 // in the channel tables under names no channel can have (a channel name is
 // one topic level, with no '/').
 const (
-	retainedChannel  = "$saguin/retained"
-	broadcastChannel = "$saguin/broadcast"
+	retainedChannel  = store.RetainedName
+	broadcastChannel = store.BroadcastName
 )
 
 // Channel kinds as stored in channels.kind.
