@@ -22,10 +22,10 @@ import (
 	"github.com/saguin-edge/saguin/broker/clock"
 	"github.com/saguin-edge/saguin/codec"
 	"github.com/saguin-edge/saguin/codec/topic"
+	"github.com/saguin-edge/saguin/config/defaults"
 	"github.com/saguin-edge/saguin/netloop"
 	"github.com/saguin-edge/saguin/netloop/delivery"
 	"github.com/saguin-edge/saguin/store"
-	"github.com/saguin-edge/saguin/store/memory"
 )
 
 // Options are the limits the broker enforces and the stores it keeps state in.
@@ -50,10 +50,9 @@ type Options struct {
 	// backlogged delivery older than this is dropped; 0 is none.
 	ShareExpiresAfter time.Duration
 	// Sessions is the session store of broker.session.storage's provider;
-	// nil gives the broker an unbounded memory store of its own.
+	// required.
 	Sessions store.Sessions
-	// Retained is broker.retained's store; nil gives the broker a memory
-	// store of its own bounded by RetainedMaxBytes.
+	// Retained is broker.retained's store; required.
 	Retained store.Retained
 	// SessionsWaitOnDisk and RetainedWaitOnDisk say that a write to Sessions
 	// (its broadcast log included) or to Retained waits for a commit to
@@ -72,14 +71,11 @@ type Options struct {
 	// a retained value that finds it full takes its room from the broadcast
 	// log first (RFC 0002 "Every session's state").
 	RetainedWithSessions bool
-	// RetainedMaxBytes bounds the broker's own retained store (only when
-	// Retained is nil); past it a new retained value is refused 0x97.
-	RetainedMaxBytes int64
-	MaxHeaderCount   int   // limits.max_header_count: User Properties on a publish
-	MaxHeaderBytes   int   // limits.max_header_bytes: their names and values together
-	PublishRate      int64 // limits.publish_rate, messages a second per client; 0 none
-	PublishBytes     int64 // limits.publish_bytes, bytes a second per client; 0 none
-	Logger           *slog.Logger
+	MaxHeaderCount       int   // limits.max_header_count: User Properties on a publish
+	MaxHeaderBytes       int   // limits.max_header_bytes: their names and values together
+	PublishRate          int64 // limits.publish_rate, messages a second per client; 0 none
+	PublishBytes         int64 // limits.publish_bytes, bytes a second per client; 0 none
+	Logger               *slog.Logger
 	// Clock is where the broker reads the time and arms its timers (session
 	// expiry, Will delays, the commit and share-expiry tickers, the publish
 	// budgets); nil is clock.Real.
@@ -88,19 +84,6 @@ type Options struct {
 	// so the store's hooks, which fire while the stores open, count there too.
 	Counters *Counters
 }
-
-// RFC 0002 defaults.
-const (
-	DefaultMaxTopicLength    = 1024
-	DefaultMaxTopicLevels    = 200
-	DefaultMaxSubscriptions  = 10000
-	DefaultRetainedMaxBytes  = 64 << 20
-	DefaultSessionQueueBytes = 1 << 20
-	DefaultAckCommitInterval = 200 * time.Millisecond
-	DefaultQoS2MaxInflight   = 20
-	DefaultMaxHeaderCount    = 32
-	DefaultMaxHeaderBytes    = 8 << 10
-)
 
 // sessionShards is how many locks the sessions are spread over.
 const sessionShards = 64
@@ -191,51 +174,64 @@ type session struct {
 // clientRef boxes the interface so it can sit in an atomic.Pointer.
 type clientRef struct{ c delivery.Client }
 
-// New returns a broker with opts (zero fields take RFC 0002's defaults).
+// WithDefaults returns o with every zero field that has one given RFC 0002's
+// default (config/defaults, the same figure a key left out of the file
+// takes). Fields whose zero means "none" (QoS2ExpiresAfter,
+// ShareExpiresAfter, MaxSessionExpiry, PublishRate, PublishBytes) are left.
+func (o Options) WithDefaults() Options {
+	if o.MaxTopicLength == 0 {
+		o.MaxTopicLength = defaults.MaxTopicLength
+	}
+	if o.MaxTopicLevels == 0 {
+		o.MaxTopicLevels = defaults.MaxTopicLevels
+	}
+	if o.MaxSubscriptions == 0 {
+		o.MaxSubscriptions = defaults.MaxSubscriptions
+	}
+	if o.SessionQueueBytes == 0 {
+		o.SessionQueueBytes = defaults.SessionQueueBytes
+	}
+	if o.AckCommitInterval == 0 {
+		o.AckCommitInterval = defaults.AckCommitInterval
+	}
+	if o.MaxHeaderCount == 0 {
+		o.MaxHeaderCount = defaults.MaxHeaderCount
+	}
+	if o.MaxHeaderBytes == 0 {
+		o.MaxHeaderBytes = defaults.MaxHeaderBytes
+	}
+	if o.QoS2MaxInflight == 0 {
+		o.QoS2MaxInflight = defaults.QoS2MaxInflight
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	o.Clock = clock.Or(o.Clock)
+	return o
+}
+
+// New returns a broker with opts (zero fields take RFC 0002's defaults,
+// WithDefaults). The stores are the caller's: the broker imports no store
+// implementation, so a missing one is an error naming it, never a store the
+// broker makes up (tests build memory ones with brokertest.Stores).
 // Restore loads what the stores kept; Stop and Close end it.
-func New(opts Options) *Broker {
-	if opts.MaxTopicLength == 0 {
-		opts.MaxTopicLength = DefaultMaxTopicLength
+func New(opts Options) (*Broker, error) {
+	var missing []string
+	if opts.Sessions == nil {
+		missing = append(missing, "Options.Sessions (broker.session.storage's session store)")
 	}
-	if opts.MaxTopicLevels == 0 {
-		opts.MaxTopicLevels = DefaultMaxTopicLevels
+	if opts.Retained == nil {
+		missing = append(missing, "Options.Retained (broker.retained's store)")
 	}
-	if opts.MaxSubscriptions == 0 {
-		opts.MaxSubscriptions = DefaultMaxSubscriptions
+	if len(missing) > 0 {
+		return nil, fmt.Errorf("broker: no store given for %s", strings.Join(missing, " and "))
 	}
-	if opts.RetainedMaxBytes == 0 {
-		opts.RetainedMaxBytes = DefaultRetainedMaxBytes
-	}
-	if opts.SessionQueueBytes == 0 {
-		opts.SessionQueueBytes = DefaultSessionQueueBytes
-	}
-	if opts.AckCommitInterval == 0 {
-		opts.AckCommitInterval = DefaultAckCommitInterval
-	}
-	if opts.MaxHeaderCount == 0 {
-		opts.MaxHeaderCount = DefaultMaxHeaderCount
-	}
-	if opts.MaxHeaderBytes == 0 {
-		opts.MaxHeaderBytes = DefaultMaxHeaderBytes
-	}
-	if opts.QoS2MaxInflight == 0 {
-		opts.QoS2MaxInflight = DefaultQoS2MaxInflight
-	}
-	if opts.Logger == nil {
-		opts.Logger = slog.Default()
-	}
-	opts.Clock = clock.Or(opts.Clock)
+	opts = opts.WithDefaults()
 	b := &Broker{opts: opts, log: opts.Logger, now: opts.Clock.Now, seed: maphash.MakeSeed(), done: make(chan struct{}), counters: opts.Counters}
 	if b.counters == nil {
 		b.counters = new(Counters)
 	}
 	b.sessions, b.retained = opts.Sessions, opts.Retained
-	if b.sessions == nil {
-		b.sessions = ownStore(store.MemoryOptions{Name: "broker sessions"}).sessions()
-	}
-	if b.retained == nil {
-		b.retained = ownStore(store.MemoryOptions{Name: "broker retained", MaxBytes: opts.RetainedMaxBytes}).retainedStore()
-	}
 	b.bcast.init(b)
 	b.budgets = newBudgets(opts.PublishRate, opts.PublishBytes)
 	for i := range b.shards {
@@ -245,36 +241,7 @@ func New(opts Options) *Broker {
 	b.wg.Add(2)
 	go b.commitLoop()
 	go b.shareDrainLoop()
-	return b
-}
-
-// ownStore is the memory provider a broker built without stores keeps its
-// state in: nothing survives the process, as for a memory provider with
-// snapshot_dir: none.
-type ownStore store.MemoryOptions
-
-func (o ownStore) open() store.Provider {
-	p, err := memory.Open(store.MemoryOptions(o))
-	if err != nil {
-		panic(fmt.Sprintf("broker: opening its own memory store: %v", err)) // no snapshot_dir: cannot fail
-	}
-	return p
-}
-
-func (o ownStore) sessions() store.Sessions {
-	s, err := o.open().Sessions()
-	if err != nil {
-		panic(fmt.Sprintf("broker: opening its own session store: %v", err))
-	}
-	return s
-}
-
-func (o ownStore) retainedStore() store.Retained {
-	r, err := o.open().Retained(0)
-	if err != nil {
-		panic(fmt.Sprintf("broker: opening its own retained store: %v", err))
-	}
-	return r
+	return b, nil
 }
 
 func (b *Broker) shard(id string) *shard {

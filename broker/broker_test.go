@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"github.com/saguin-edge/saguin/broker/brokertest"
 	"hash/maphash"
 	"log/slog"
 	"sync"
@@ -42,9 +43,20 @@ func (f *fakeClient) payloads() []string {
 	return append([]string(nil), f.got...)
 }
 
-func newTestBroker(o Options) *Broker {
+// newTestBroker is a broker on memory stores of its own (brokertest) unless
+// o names stores, closed at the test's end.
+func newTestBroker(t testing.TB, o Options) *Broker {
+	t.Helper()
+	if o.Sessions == nil && o.Retained == nil {
+		o.Sessions, o.Retained = brokertest.Stores(t, 0)
+	}
 	o.Logger = slog.New(slog.DiscardHandler)
-	return New(o)
+	b, err := New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(b.Close)
+	return b
 }
 
 func connect(b *Broker, c *fakeClient, clean bool, expiry uint32) bool {
@@ -66,7 +78,7 @@ func subscribe(b *Broker, c *fakeClient, filter string, o delivery.SubscribeOpti
 }
 
 func TestTakeoverKicksTheOldConnectionWithSessionTakenOver(t *testing.T) {
-	b := newTestBroker(Options{})
+	b := newTestBroker(t, Options{})
 	old, newer := &fakeClient{id: "x"}, &fakeClient{id: "x"}
 	connect(b, old, true, 0)
 	connect(b, newer, true, 0)
@@ -76,7 +88,7 @@ func TestTakeoverKicksTheOldConnectionWithSessionTakenOver(t *testing.T) {
 }
 
 func TestTheTakenOverConnectionsEndChangesNothing(t *testing.T) {
-	b := newTestBroker(Options{})
+	b := newTestBroker(t, Options{})
 	old, newer := &fakeClient{id: "x"}, &fakeClient{id: "x"}
 	connect(b, old, true, 0)
 	connect(b, newer, true, 0)
@@ -93,7 +105,7 @@ func TestTheTakenOverConnectionsEndChangesNothing(t *testing.T) {
 
 func TestSessionEndsWhenItsExpiryPasses(t *testing.T) {
 	clk := clock.NewFake(time.Now())
-	b := newTestBroker(Options{Clock: clk})
+	b := newTestBroker(t, Options{Clock: clk})
 	c := &fakeClient{id: "brief"}
 	connect(b, c, false, 1)
 	b.Disconnected(c, 1, true)
@@ -109,7 +121,7 @@ func TestSessionEndsWhenItsExpiryPasses(t *testing.T) {
 }
 
 func TestReconnectInsideTheExpiryResumesTheSession(t *testing.T) {
-	b := newTestBroker(Options{})
+	b := newTestBroker(t, Options{})
 	c := &fakeClient{id: "back"}
 	connect(b, c, false, 60)
 	subscribe(b, c, "k/#", delivery.SubscribeOptions{QoS: 1})
@@ -125,7 +137,7 @@ func TestReconnectInsideTheExpiryResumesTheSession(t *testing.T) {
 }
 
 func TestNoLocalWithholdsTheClientsOwnPublishes(t *testing.T) {
-	b := newTestBroker(Options{})
+	b := newTestBroker(t, Options{})
 	c := &fakeClient{id: "self"}
 	connect(b, c, true, 0)
 	subscribe(b, c, "echo", delivery.SubscribeOptions{QoS: 1, NoLocal: true})
@@ -136,7 +148,7 @@ func TestNoLocalWithholdsTheClientsOwnPublishes(t *testing.T) {
 }
 
 func TestRetainedMessageIsSentOnSubscribeAndDeletedByAnEmptyPayload(t *testing.T) {
-	b := newTestBroker(Options{})
+	b := newTestBroker(t, Options{})
 	p := &fakeClient{id: "p"}
 	pub(b, p, "r/1", "state", true)
 	s := &fakeClient{id: "s"}
@@ -155,7 +167,7 @@ func TestRetainedMessageIsSentOnSubscribeAndDeletedByAnEmptyPayload(t *testing.T
 }
 
 func TestRetainedStoreFullIsRefusedQuotaExceeded(t *testing.T) {
-	b := newTestBroker(Options{RetainedMaxBytes: 200})
+	b := newTestBroker(t, withStores(t, Options{}, 200))
 	p := &fakeClient{id: "p"}
 	if code := pub(b, p, "r/1", string(make([]byte, 100)), true); code != codec.Success {
 		t.Fatalf("0x%02x", byte(code))
@@ -166,7 +178,7 @@ func TestRetainedStoreFullIsRefusedQuotaExceeded(t *testing.T) {
 }
 
 func TestPublishTopicRefusals(t *testing.T) {
-	b := newTestBroker(Options{MaxTopicLength: 16, MaxTopicLevels: 3})
+	b := newTestBroker(t, Options{MaxTopicLength: 16, MaxTopicLevels: 3})
 	p := &fakeClient{id: "p"}
 	for topic, want := range map[string]codec.ReasonCode{
 		"a/b/c":             codec.Success,
@@ -183,7 +195,7 @@ func TestPublishTopicRefusals(t *testing.T) {
 }
 
 func TestSubscribeRefusals(t *testing.T) {
-	b := newTestBroker(Options{MaxTopicLevels: 3, MaxSubscriptions: 2})
+	b := newTestBroker(t, Options{MaxTopicLevels: 3, MaxSubscriptions: 2})
 	c := &fakeClient{id: "c"}
 	connect(b, c, true, 0)
 	for filter, want := range map[string]codec.ReasonCode{
@@ -209,7 +221,7 @@ func TestSubscribeRefusals(t *testing.T) {
 }
 
 func TestTakeoverOfAConnectionBoundSessionStartsAFreshOne(t *testing.T) {
-	b := newTestBroker(Options{})
+	b := newTestBroker(t, Options{})
 	old := &fakeClient{id: "bound"}
 	connect(b, old, true, 0)
 	subscribe(b, old, "t", delivery.SubscribeOptions{QoS: 1})
@@ -224,7 +236,7 @@ func TestTakeoverOfAConnectionBoundSessionStartsAFreshOne(t *testing.T) {
 }
 
 func TestOverlappingFiltersGetOneCopyAtTheHighestQoSWithEveryIdentifier(t *testing.T) {
-	b := newTestBroker(Options{})
+	b := newTestBroker(t, Options{})
 	c := &recordingClient{fakeClient: fakeClient{id: "over"}}
 	b.Connect(c, &netloop.ConnectRequest{Version: 5, ClientID: c.id, CleanStart: true})
 	b.Subscribe(c, []byte("o/#"), delivery.SubscribeOptions{QoS: 0, SubscriptionID: 5})
@@ -240,7 +252,7 @@ func TestOverlappingFiltersGetOneCopyAtTheHighestQoSWithEveryIdentifier(t *testi
 }
 
 func TestFanOutToManySessionsDeliversOneCopyEach(t *testing.T) {
-	b := newTestBroker(Options{})
+	b := newTestBroker(t, Options{})
 	var subs []*fakeClient
 	for i := 0; i < 40; i++ {
 		c := &fakeClient{id: "s" + string(rune('A'+i))}
@@ -269,7 +281,7 @@ func (r *recordingClient) Deliver(m *delivery.Message, d delivery.Delivery) bool
 }
 
 func TestPublishRateBudgetBelongsToTheClientIDAndRefusesPastIt(t *testing.T) {
-	b := newTestBroker(Options{PublishRate: 2})
+	b := newTestBroker(t, Options{PublishRate: 2})
 	c := &fakeClient{id: "fast"}
 	codes := []codec.ReasonCode{pub(b, c, "r", "1", false), pub(b, c, "r", "2", false), pub(b, c, "r", "3", false)}
 	if codes[0] != codec.Success || codes[1] != codec.Success || codes[2] != codec.QuotaExceeded {
@@ -284,7 +296,7 @@ func TestPublishRateBudgetBelongsToTheClientIDAndRefusesPastIt(t *testing.T) {
 }
 
 func TestMessageLargerThanTheByteBudgetIsAdmittedIntoDeficit(t *testing.T) {
-	b := newTestBroker(Options{PublishBytes: 10})
+	b := newTestBroker(t, Options{PublishBytes: 10})
 	c := &fakeClient{id: "big"}
 	if code := pub(b, c, "r", string(make([]byte, 100)), false); code != codec.Success {
 		t.Fatalf("0x%02x: a message over the per-second bytes is a rate, not a ban", byte(code))
@@ -306,7 +318,7 @@ func TestRefilledBudgetsAreDropped(t *testing.T) {
 }
 
 func TestHeadersPastMaxHeaderCountOrBytesAreRefused(t *testing.T) {
-	b := newTestBroker(Options{MaxHeaderCount: 1, MaxHeaderBytes: 8})
+	b := newTestBroker(t, Options{MaxHeaderCount: 1, MaxHeaderBytes: 8})
 	c := &fakeClient{id: "h"}
 	p := &codec.Publish{Topic: []byte("t")}
 	p.Properties.AddUser([]byte("a"), []byte("1"))
@@ -322,4 +334,11 @@ func TestHeadersPastMaxHeaderCountOrBytesAreRefused(t *testing.T) {
 	if code, _ := b.Publish(c, q); code != codec.QuotaExceeded {
 		t.Fatalf("13 header bytes at max_header_bytes 8: 0x%02x", byte(code))
 	}
+}
+
+// withStores gives o memory stores whose retained provider holds at most
+// retainedMaxBytes (0: no bound).
+func withStores(t testing.TB, o Options, retainedMaxBytes int64) Options {
+	o.Sessions, o.Retained = brokertest.Stores(t, retainedMaxBytes)
+	return o
 }

@@ -26,7 +26,7 @@ func waitCount(t *testing.T, what string, load func() uint64, want uint64) {
 }
 
 func TestAPublishNobodySubscribesToCountsAsBroadcastUnmatched(t *testing.T) {
-	b := newTestBroker(Options{})
+	b := newTestBroker(t, Options{})
 	s := &fakeClient{id: "s"}
 	connect(b, s, true, 0)
 	subscribe(b, s, "heard/#", delivery.SubscribeOptions{QoS: 1})
@@ -39,7 +39,7 @@ func TestAPublishNobodySubscribesToCountsAsBroadcastUnmatched(t *testing.T) {
 }
 
 func TestARefusedPublishIsCountedUnderItsReason(t *testing.T) {
-	b := newTestBroker(Options{PublishRate: 1, QoS2MaxInflight: 1})
+	b := newTestBroker(t, Options{PublishRate: 1, QoS2MaxInflight: 1})
 	c := &fakeClient{id: "dev"}
 	connect(b, c, true, 0)
 	cases := []struct {
@@ -83,7 +83,7 @@ func TestARefusedPublishIsCountedUnderItsReason(t *testing.T) {
 }
 
 func TestSubscriptionsCountsEveryFilterHeldUntilItGoes(t *testing.T) {
-	b := newTestBroker(Options{})
+	b := newTestBroker(t, Options{})
 	c := &fakeClient{id: "dev"}
 	connect(b, c, true, 60)
 	subscribe(b, c, "a", delivery.SubscribeOptions{QoS: 1})
@@ -154,7 +154,7 @@ func TestCensusCountsSessionsHeldWithNothingConnected(t *testing.T) {
 }
 
 func TestRetainedMessagesCountsOneValuePerTopic(t *testing.T) {
-	b := newTestBroker(Options{})
+	b := newTestBroker(t, Options{})
 	p := &fakeClient{id: "p"}
 	pub(b, p, "r/1", "a", true)
 	pub(b, p, "r/1", "b", true) // replaces

@@ -92,7 +92,10 @@ func sqliteBroker(t *testing.T, o Options) (*Broker, *slowSessions) {
 	g.armed.Store("")
 	o.Sessions, o.Retained, o.SessionsWaitOnDisk, o.RetainedWaitOnDisk = g, r, true, true
 	o.Logger = slog.New(slog.DiscardHandler)
-	b := New(o)
+	b, err := New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := b.Restore(); err != nil {
 		t.Fatal(err)
 	}

@@ -92,7 +92,10 @@ func (st stores) broker(t *testing.T, o Options) *Broker {
 	t.Helper()
 	o.Sessions, o.Retained = st.sessions, st.retained
 	o.Logger = slog.New(slog.DiscardHandler)
-	b := New(o)
+	b, err := New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := b.Restore(); err != nil {
 		t.Fatal(err)
 	}

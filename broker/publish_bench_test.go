@@ -26,7 +26,7 @@ func (s *sink) CanTake(*delivery.Message, delivery.Delivery) bool { return true 
 // benchBroadcast publishes at qos to subs subscribers whose sessions end with
 // their connection (the broadcast path: no store is written).
 func benchBroadcast(b *testing.B, subs int, qos byte) {
-	br := New(Options{Logger: slog.New(slog.DiscardHandler)})
+	br := newTestBroker(b, Options{})
 	defer br.Close()
 	for i := range subs {
 		c := &sink{id: fmt.Sprintf("sub-%d", i)}
@@ -70,8 +70,7 @@ func (s *ackSink) CanTake(*delivery.Message, delivery.Delivery) bool { return tr
 // its connection, acknowledged at once: one log write per publish, released
 // at the next commit.
 func benchDurable(b *testing.B, o Options) {
-	o.Logger = slog.New(slog.DiscardHandler)
-	br := New(o)
+	br := newTestBroker(b, o)
 	defer br.Close()
 	c := &ackSink{id: "durable"}
 	br.Connect(c, &netloop.ConnectRequest{Version: 5, ClientID: c.id, CleanStart: true, SessionExpiry: 3600})

@@ -1,59 +1,38 @@
 package config
 
 import (
+	"github.com/saguin-edge/saguin/config/defaults"
 	"time"
 )
 
 // MQTT's own ceilings, which several keys are held to.
 const (
-	mqttMaxPacketSize     = 268435455 + 5 // the largest Remaining Length and its fixed header
-	mqttMaxTwoByte        = 65535
-	mqttMaxSessionExpiry  = 4294967295 * time.Second // about 136 years
-	maxChannelNameBytes   = 128
-	snapshotSuffix        = ".snapshot"
-	maxFileNameBytes      = 255
-	sqliteEmptyDatabase   = 88 << 10
-	defaultMaxConnectSize = 100 << 10
-)
-
-// Defaults RFC 0002 states for limits. Where a figure appears only in the
-// document's long example (max_message_size, max_topic_length,
-// max_header_count, max_header_bytes, max_connections), that figure is taken
-// as the default: the document calls the reserve max_message_size plus
-// max_header_bytes "around a megabyte at the defaults", which those give.
-const (
-	DefaultMaxMessageSize    = 1 << 20
-	DefaultMaxTopicLength    = 1024
-	DefaultMaxClientIDLength = 256
-	DefaultMaxHeaderCount    = 32
-	DefaultMaxHeaderBytes    = 8 << 10
-	DefaultMaxConnections    = 10000
-	DefaultMaxSubscriptions  = 10000
-	DefaultMaxTopicLevels    = 200
-	DefaultMaxSessionExpiry  = 30 * Day
-	DefaultWriteTimeout      = 5 * time.Second
-	DefaultConnectTimeout    = 10 * time.Second
-	DefaultMaxConnectRate    = 500
-	DefaultSessionQueueBytes = 1 << 20
+	mqttMaxPacketSize    = 268435455 + 5 // the largest Remaining Length and its fixed header
+	mqttMaxTwoByte       = 65535
+	mqttMaxSessionExpiry = 4294967295 * time.Second // about 136 years
+	maxChannelNameBytes  = 128
+	snapshotSuffix       = ".snapshot"
+	maxFileNameBytes     = 255
+	sqliteEmptyDatabase  = 88 << 10
 )
 
 func (l *loader) limits(o *obj) Limits {
 	var lim Limits
-	lim.MaxMessageSize = o.size("max_message_size", DefaultMaxMessageSize, sizeSpec{min: 1, max: mqttMaxPacketSize,
+	lim.MaxMessageSize = o.size("max_message_size", defaults.MaxMessageSize, sizeSpec{min: 1, max: mqttMaxPacketSize,
 		why: "MQTT cannot carry a packet larger than 256MiB, and none would let a client choose how much memory one packet takes"})
-	lim.MaxTopicLength = int(o.integer("max_topic_length", DefaultMaxTopicLength, intSpec{min: 1, max: mqttMaxTwoByte,
+	lim.MaxTopicLength = int(o.integer("max_topic_length", defaults.MaxTopicLength, intSpec{min: 1, max: mqttMaxTwoByte,
 		why: "a topic is an MQTT string of at most 65535 bytes"}))
-	lim.MaxClientIDLength = int(o.integer("max_client_id_length", DefaultMaxClientIDLength, intSpec{min: 23, max: mqttMaxTwoByte,
+	lim.MaxClientIDLength = int(o.integer("max_client_id_length", defaults.MaxClientIDLength, intSpec{min: 23, max: mqttMaxTwoByte,
 		why: "MQTT requires a server to accept any client id up to 23 bytes, and an id is an MQTT string of at most 65535"}))
-	lim.MaxHeaderCount = int(o.integer("max_header_count", DefaultMaxHeaderCount, intSpec{min: 1, max: 1 << 20}))
-	lim.MaxHeaderBytes = o.size("max_header_bytes", DefaultMaxHeaderBytes, sizeSpec{min: 1, max: mqttMaxPacketSize})
-	lim.MaxConnections = int(o.integer("max_connections", DefaultMaxConnections, intSpec{min: 1, max: 1 << 24,
+	lim.MaxHeaderCount = int(o.integer("max_header_count", defaults.MaxHeaderCount, intSpec{min: 1, max: 1 << 20}))
+	lim.MaxHeaderBytes = o.size("max_header_bytes", defaults.MaxHeaderBytes, sizeSpec{min: 1, max: mqttMaxPacketSize})
+	lim.MaxConnections = int(o.integer("max_connections", defaults.MaxConnections, intSpec{min: 1, max: 1 << 24,
 		why: "it counts every socket the broker holds, and none would be no bound on descriptors"}))
-	lim.MaxSubscriptions = int(o.integer("max_subscriptions", DefaultMaxSubscriptions, intSpec{min: 1, max: 1 << 24,
+	lim.MaxSubscriptions = int(o.integer("max_subscriptions", defaults.MaxSubscriptions, intSpec{min: 1, max: 1 << 24,
 		why: "a value below 1 would refuse every SUBSCRIBE"}))
-	lim.MaxTopicLevels = int(o.integer("max_topic_levels", DefaultMaxTopicLevels, intSpec{min: 1, max: mqttMaxTwoByte,
+	lim.MaxTopicLevels = int(o.integer("max_topic_levels", defaults.MaxTopicLevels, intSpec{min: 1, max: mqttMaxTwoByte,
 		why: "a value below 1 would refuse every publish and every SUBSCRIBE, and there is no none"}))
-	lim.MaxSessionExpiry = o.duration("max_session_expiry", DefaultMaxSessionExpiry, durSpec{min: time.Second, max: mqttMaxSessionExpiry,
+	lim.MaxSessionExpiry = o.duration("max_session_expiry", defaults.MaxSessionExpiry, durSpec{min: time.Second, max: mqttMaxSessionExpiry,
 		why: "a session that never expires is the unbounded table this key exists to close; write a duration such as 30d"})
 	if s, _, ok := o.scalar("max_keepalive"); ok {
 		// The ceiling is said in two bytes of seconds, so it is refused past
@@ -68,14 +47,14 @@ func (l *loader) limits(o *obj) Limits {
 		why: "a written 0 would refuse every publish; leave the key out for no bound"}))
 	lim.PublishBytes = o.size("publish_bytes", 0, sizeSpec{min: 1, none: true,
 		why: "leave the key out for no bound"})
-	lim.WriteTimeout = o.duration("write_timeout", DefaultWriteTimeout, durSpec{min: time.Millisecond, none: true, subSecond: true})
-	lim.ConnectTimeout = o.duration("connect_timeout", DefaultConnectTimeout, durSpec{min: time.Second,
+	lim.WriteTimeout = o.duration("write_timeout", defaults.WriteTimeout, durSpec{min: time.Millisecond, none: true, subSecond: true})
+	lim.ConnectTimeout = o.duration("connect_timeout", defaults.ConnectTimeout, durSpec{min: time.Second,
 		why: "this bound is the only thing between an idle socket and the broker's descriptors; write a whole number of seconds, 1s or longer"})
-	lim.MaxConnectRate = int(o.integer("max_connect_rate", DefaultMaxConnectRate, intSpec{min: 1, max: 1 << 30, none: true,
+	lim.MaxConnectRate = int(o.integer("max_connect_rate", defaults.MaxConnectRate, intSpec{min: 1, max: 1 << 30, none: true,
 		why: "write none for no limit"}))
 	lim.MaxConnectSize = o.size("max_connect_size", 0, sizeSpec{min: 1, max: mqttMaxPacketSize})
 	if lim.MaxConnectSize == 0 {
-		lim.MaxConnectSize = min(defaultMaxConnectSize, lim.MaxMessageSize)
+		lim.MaxConnectSize = defaults.ConnectSizeFor(lim.MaxMessageSize)
 	} else if lim.MaxConnectSize > lim.MaxMessageSize {
 		o.at("max_connect_size", " %s is larger than limits.max_message_size (%s); a CONNECT is a packet like any other, so raise max_message_size or lower this",
 			FormatSize(lim.MaxConnectSize), FormatSize(lim.MaxMessageSize))
@@ -83,7 +62,7 @@ func (l *loader) limits(o *obj) Limits {
 	lim.SessionQueueBytes = o.size("session_queue_bytes", 0, sizeSpec{min: 1,
 		why: "a session that stops reading would hold everything it is sent, the unbounded buffer invariant 13 refuses"})
 	if lim.SessionQueueBytes == 0 {
-		lim.SessionQueueBytes = max(DefaultSessionQueueBytes, lim.MaxMessageSize)
+		lim.SessionQueueBytes = defaults.SessionQueueBytesFor(lim.MaxMessageSize)
 	} else if lim.SessionQueueBytes < lim.MaxMessageSize {
 		o.at("session_queue_bytes", " %s is below limits.max_message_size (%s), so a session could never queue the largest message a client may publish; write at least %s",
 			FormatSize(lim.SessionQueueBytes), FormatSize(lim.MaxMessageSize), FormatSize(lim.MaxMessageSize))
@@ -206,9 +185,9 @@ func (l *loader) retained(o *obj) {
 
 func (l *loader) qos2(o *obj) {
 	q := &l.cfg.Broker.QoS2
-	q.MaxInflightPerClient = int(o.integer("max_inflight_per_client", 20, intSpec{min: 1, max: mqttMaxTwoByte,
+	q.MaxInflightPerClient = int(o.integer("max_inflight_per_client", defaults.QoS2MaxInflight, intSpec{min: 1, max: mqttMaxTwoByte,
 		why: "it counts one client's unreleased exactly-once publishes"}))
-	q.ExpiresAfter = o.duration("expires_after", 5*time.Minute, durSpec{min: time.Second, none: true})
+	q.ExpiresAfter = o.duration("expires_after", defaults.QoS2ExpiresAfter, durSpec{min: time.Second, none: true})
 	o.refuse("max_bytes", " is not a key of broker.qos2: a held message counts against its channel's provider's max_bytes, and max_inflight_per_client bounds one client")
 	o.done()
 }
@@ -221,7 +200,7 @@ func (l *loader) share(o *obj) {
 func (l *loader) session(o *obj) {
 	s := &l.cfg.Broker.Session
 	s.Storage, _ = o.str("storage")
-	s.AckCommitInterval = o.duration("ack_commit_interval", 200*time.Millisecond, durSpec{min: 10 * time.Millisecond, max: time.Second, subSecond: true,
+	s.AckCommitInterval = o.duration("ack_commit_interval", defaults.AckCommitInterval, durSpec{min: 10 * time.Millisecond, max: time.Second, subSecond: true,
 		why: "nothing is gained below 10ms, and past a second an unclean stop sends seconds of duplicates; none is refused since nothing else stores acknowledgements"})
 	o.refuse("max_bytes", " is not accepted on broker.session: the provider's max_bytes bounds the store, and limits.session_queue_bytes bounds one session")
 	o.done()

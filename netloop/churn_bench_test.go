@@ -31,8 +31,11 @@ func BenchmarkQoS1BesideDisconnectsSQLite(b *testing.B) {
 func benchBesideDisconnects(b *testing.B, churners int) {
 	quiet := slog.New(slog.DiscardHandler)
 	p, sessions, retained := openSQLite(b)
-	br := broker.New(broker.Options{Sessions: sessions, Retained: retained, Logger: quiet,
+	br, err := broker.New(broker.Options{Sessions: sessions, Retained: retained, Logger: quiet,
 		SessionsWaitOnDisk: true, RetainedWaitOnDisk: true, AwaitClient: p.AwaitClient})
+	if err != nil {
+		b.Fatal(err)
+	}
 	s, err := netloop.New(netloop.Options{Handler: br, Logger: quiet, EventLoops: 1,
 		Doors: []netloop.Door{{Name: "tcp", Kind: netloop.KindTCP, Address: "127.0.0.1:0"}}})
 	if err != nil {

@@ -2,6 +2,7 @@ package netloop_test
 
 import (
 	"errors"
+	"github.com/saguin-edge/saguin/broker/brokertest"
 	"io"
 	"log/slog"
 	"net"
@@ -17,7 +18,13 @@ import (
 func startServer(t testing.TB, opts netloop.Options) *netloop.Server {
 	t.Helper()
 	if opts.Handler == nil {
-		opts.Handler = broker.New(broker.Options{Logger: slog.New(slog.DiscardHandler)})
+		sessions, retained := brokertest.Stores(t, 0)
+		b, err := broker.New(broker.Options{Sessions: sessions, Retained: retained, Logger: slog.New(slog.DiscardHandler)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(b.Close)
+		opts.Handler = b
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)

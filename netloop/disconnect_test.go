@@ -35,8 +35,11 @@ func TestAPublisherIsNotHeldByAnotherConnectionsDisconnectCommits(t *testing.T) 
 	quiet := slog.New(slog.DiscardHandler)
 	p, ss, r := openSQLite(t)
 	slow := &leaverSessions{Sessions: ss, id: "leaver", entered: make(chan struct{}), open: make(chan struct{})}
-	br := broker.New(broker.Options{Sessions: slow, Retained: r, Logger: quiet,
+	br, err := broker.New(broker.Options{Sessions: slow, Retained: r, Logger: quiet,
 		SessionsWaitOnDisk: true, RetainedWaitOnDisk: true, AwaitClient: p.AwaitClient})
+	if err != nil {
+		t.Fatal(err)
+	}
 	t.Cleanup(func() {
 		br.Close()
 		p.Close()

@@ -38,8 +38,11 @@ func BenchmarkDurableQoS1RoundTripSQLite(b *testing.B) {
 func benchDurableRoundTrip(b *testing.B, offLoop bool, pubs int) {
 	quiet := slog.New(slog.DiscardHandler)
 	p, sessions, retained := openSQLite(b)
-	br := broker.New(broker.Options{Sessions: sessions, Retained: retained, Logger: quiet,
+	br, err := broker.New(broker.Options{Sessions: sessions, Retained: retained, Logger: quiet,
 		SessionsWaitOnDisk: offLoop, RetainedWaitOnDisk: offLoop})
+	if err != nil {
+		b.Fatal(err)
+	}
 	s, err := netloop.New(netloop.Options{Handler: br, Logger: quiet, EventLoops: *loopsFlag, SessionQueueBytes: 64 << 20,
 		Doors: []netloop.Door{{Name: "tcp", Kind: netloop.KindTCP, Address: "127.0.0.1:0"}}})
 	if err != nil {

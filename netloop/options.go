@@ -12,6 +12,7 @@ package netloop
 import (
 	"errors"
 	"fmt"
+	"github.com/saguin-edge/saguin/config/defaults"
 	"io/fs"
 	"log/slog"
 	"runtime"
@@ -80,17 +81,9 @@ type Options struct {
 	Handler Handler
 }
 
-// Defaults RFC 0002 gives the keys netloop reads.
+// What netloop defaults that is no configuration key; the keys' defaults are
+// config/defaults'.
 const (
-	DefaultMaxConnections    = 10000
-	DefaultConnectTimeout    = 10 * time.Second
-	DefaultMaxConnectSize    = 100 << 10
-	DefaultMaxConnectRate    = 500
-	DefaultMaxMessageSize    = 1 << 20
-	DefaultMaxClientIDLength = 256
-	DefaultMaxSessionExpiry  = 30 * 24 * time.Hour
-	DefaultWriteTimeout      = 5 * time.Second
-	DefaultSessionQueueBytes = 1 << 20
 	// DefaultReceiveMaximum is the CONNACK's Receive Maximum. It bounds the
 	// exchanges a client may leave unfinished (a packet identifier each) and
 	// sits above broker.qos2.max_inflight_per_client (20), so that a QoS 2
@@ -122,25 +115,25 @@ func (o Options) WithDefaults() Options {
 		o.MinProtocolVersion = 4
 	}
 	if o.MaxConnections == 0 {
-		o.MaxConnections = DefaultMaxConnections
+		o.MaxConnections = defaults.MaxConnections
 	}
 	if o.ConnectTimeout == 0 {
-		o.ConnectTimeout = DefaultConnectTimeout
+		o.ConnectTimeout = defaults.ConnectTimeout
 	}
 	if o.MaxMessageSize == 0 {
-		o.MaxMessageSize = DefaultMaxMessageSize
+		o.MaxMessageSize = defaults.MaxMessageSize
 	}
 	if o.MaxConnectSize == 0 {
-		o.MaxConnectSize = min(DefaultMaxConnectSize, o.MaxMessageSize)
+		o.MaxConnectSize = defaults.ConnectSizeFor(o.MaxMessageSize)
 	}
 	if o.MaxClientIDLength == 0 {
-		o.MaxClientIDLength = DefaultMaxClientIDLength
+		o.MaxClientIDLength = defaults.MaxClientIDLength
 	}
 	if o.MaxSessionExpiry == 0 {
-		o.MaxSessionExpiry = DefaultMaxSessionExpiry
+		o.MaxSessionExpiry = defaults.MaxSessionExpiry
 	}
 	if o.SessionQueueBytes == 0 {
-		o.SessionQueueBytes = max(DefaultSessionQueueBytes, o.MaxMessageSize)
+		o.SessionQueueBytes = defaults.SessionQueueBytesFor(o.MaxMessageSize)
 	}
 	if o.ReceiveMaximum == 0 {
 		o.ReceiveMaximum = DefaultReceiveMaximum

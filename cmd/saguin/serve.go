@@ -81,7 +81,14 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 	}
 	bo := brokerOptions(cfg, st, log)
 	bo.Counters = counters
-	b := broker.New(bo)
+	b, err := broker.New(bo)
+	if err != nil {
+		log.Error("cannot start the broker", "error", err)
+		if err := st.close(); err != nil {
+			log.Error("storage did not close cleanly", "error", err)
+		}
+		return 1
+	}
 	// Whatever ends the run, the stores take what the broker still holds
 	// before they close: a memory provider's snapshot is written there.
 	defer func() {
