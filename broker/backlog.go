@@ -352,7 +352,7 @@ func (l *backlog) keepFor(s *session, c delivery.Client, r *store.Record, m *del
 	sh := l.b.shard(s.id)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	if s.ended || s.client.Load() == nil || s.client.Load().c != c {
+	if s.ended || !s.ownedBy(c) {
 		l.unown(e.Offset)
 		return true // its connection is gone; nothing is owed to a session that ended
 	}
@@ -629,7 +629,7 @@ func (b *Broker) Received(c delivery.Client, offset uint64, packetID uint16) boo
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	s := sh.sessions[c.ClientID()]
-	if s == nil || s.client.Load() == nil || s.client.Load().c != c {
+	if !s.ownedBy(c) {
 		return false // taken over: the PUBREL is the new connection's to send
 	}
 	i := s.owed.find(offset)
@@ -648,8 +648,7 @@ func (b *Broker) Received(c delivery.Client, offset uint64, packetID uint16) boo
 	if i := s.owed.find(offset); i >= 0 && !s.ended {
 		s.owed.entries[i].released, s.owed.entries[i].pid = true, packetID
 	}
-	ref := s.client.Load()
-	return ref != nil && ref.c == c
+	return s.ownedBy(c)
 }
 
 // deliveryFor is how a stored message goes to s now, from its current
@@ -685,8 +684,8 @@ func (b *Broker) Acked(c delivery.Client, offset uint64) {
 	if s == nil {
 		return
 	}
-	if ref := s.client.Load(); ref == nil || ref.c != c {
-		if ref != nil && s.takenFrom == c {
+	if !s.ownedBy(c) {
+		if ref := s.client.Load(); ref != nil && s.takenFrom == c {
 			// Read on the connection it was taken from, which settled the
 			// exchange on its side: that connection changes nothing
 			// (invariant 17), so the session still owes it and its new

@@ -171,6 +171,18 @@ type session struct {
 	groups []*shareGroup
 }
 
+// ownedBy reports whether c is the connection that owns s now: the only one
+// that changes what the broker keeps for its client id (invariant 17). A nil
+// s is owned by nobody. Any lock state: the connection is an atomic pointer,
+// and a caller acting on the answer holds the shard lock.
+func (s *session) ownedBy(c delivery.Client) bool {
+	if s == nil {
+		return false
+	}
+	ref := s.client.Load()
+	return ref != nil && ref.c == c
+}
+
 // clientRef boxes the interface so it can sit in an atomic.Pointer.
 type clientRef struct{ c delivery.Client }
 
@@ -403,8 +415,7 @@ func (b *Broker) Disconnected(c delivery.Client, sessionExpiry uint32, graceful 
 	if s == nil {
 		return
 	}
-	ref := s.client.Load()
-	if ref == nil || ref.c != c {
+	if !s.ownedBy(c) {
 		return
 	}
 	s.client.Store(nil)
@@ -739,7 +750,7 @@ func (b *Broker) Subscribe(c delivery.Client, f []byte, o delivery.SubscribeOpti
 	sh := b.shard(id)
 	sh.mu.Lock()
 	s := sh.sessions[id]
-	if s == nil || s.client.Load() == nil || s.client.Load().c != c {
+	if !s.ownedBy(c) {
 		sh.mu.Unlock()
 		return codec.UnspecifiedError, "the session was taken over" // between packets
 	}
@@ -791,8 +802,7 @@ func (b *Broker) Subscribe(c delivery.Client, f []byte, o delivery.SubscribeOpti
 	}
 	// Taken over meanwhile: the session holds what was stored, and its new
 	// connection is sent nothing on this one's behalf.
-	ref := s.client.Load()
-	mine := ref != nil && ref.c == c
+	mine := s.ownedBy(c)
 	if shared {
 		// Nothing retained is sent to a shared subscription (MQTT 5
 		// 4.8.2); what the group holds goes to a member that can take it.
@@ -829,7 +839,7 @@ func (b *Broker) Unsubscribe(c delivery.Client, f []byte) codec.ReasonCode {
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	s := sh.sessions[id]
-	if s == nil || s.client.Load() == nil || s.client.Load().c != c {
+	if !s.ownedBy(c) {
 		return codec.NoSubscriptionExisted // taken over: not this connection's session
 	}
 	if _, ok := s.filters[filter]; !ok {

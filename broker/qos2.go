@@ -30,7 +30,7 @@ func (b *Broker) hold(c delivery.Client, p *codec.Publish) (codec.ReasonCode, st
 	sh := b.shard(id)
 	sh.mu.Lock()
 	s := sh.sessions[id]
-	if s == nil || s.client.Load() == nil || s.client.Load().c != c {
+	if !s.ownedBy(c) {
 		sh.mu.Unlock()
 		return codec.UnspecifiedError, "the session was taken over"
 	}
@@ -81,7 +81,7 @@ func (b *Broker) Holds(c delivery.Client, packetID uint16) bool {
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	s := sh.sessions[id]
-	if s == nil || s.client.Load() == nil || s.client.Load().c != c {
+	if !s.ownedBy(c) {
 		return false
 	}
 	b.expireHolds(s, b.now())
@@ -99,7 +99,7 @@ func (b *Broker) Release(c delivery.Client, packetID uint16) (codec.ReasonCode, 
 	sh := b.shard(id)
 	sh.mu.Lock()
 	s := sh.sessions[id]
-	if s == nil || s.client.Load() == nil || s.client.Load().c != c {
+	if !s.ownedBy(c) {
 		sh.mu.Unlock()
 		return codec.SessionTakenOver, "the session was taken over" // no PUBCOMP (RFC 0003)
 	}

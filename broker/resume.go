@@ -19,11 +19,11 @@ func (b *Broker) Unfinished(c delivery.Client, u []delivery.Unfinished) {
 		ref = s.client.Load()
 	}
 	switch {
-	case ref != nil && ref.c == c && s.expiry == 0:
+	case ref != nil && s.ownedBy(c) && s.expiry == 0:
 		// The session ends with this connection: what its groups handed it
 		// goes back to them or is dropped (MQTT 5 4.8.2).
 		b.returnToGroups(s, u)
-	case ref != nil && ref.c == c:
+	case ref != nil && s.ownedBy(c):
 		// Still its own: kept for whichever connection resumes it.
 		releaseCarry(s.carry)
 		s.carry = append(s.carry[:0], u...)
