@@ -3,6 +3,8 @@ package netloop
 import (
 	"sync"
 	"time"
+
+	"github.com/saguin-edge/saguin/broker/clock"
 )
 
 // Admission timings fixed by RFC 0002 "How long a socket may wait to send
@@ -26,6 +28,7 @@ type admission struct {
 	inBudget int       // sockets holding an overflow place (waiting or being answered)
 	waiters  []*waiter // FIFO, longest waiting first
 	stopping bool
+	clock    clock.Clock // times a waiter's wait
 }
 
 // waiter is one socket in the overflow budget waiting for a slot.
@@ -43,8 +46,8 @@ const (
 	refused                 // budget full or stopping: close at once, nothing read or written
 )
 
-func newAdmission(maxConns int) *admission {
-	return &admission{max: maxConns, budget: min(maxConns, overflowBudgetCap)}
+func newAdmission(maxConns int, clk clock.Clock) *admission {
+	return &admission{max: maxConns, budget: min(maxConns, overflowBudgetCap), clock: clk}
 }
 
 // arrive decides for a socket just accepted. A slot goes to the arrival only
@@ -72,11 +75,12 @@ func (a *admission) arrive() (arrival, *waiter) {
 // passes, or the broker stops. It reports whether the socket now holds a
 // slot; if not it keeps its overflow place until leave is called.
 func (a *admission) wait(w *waiter, d time.Duration, stop <-chan struct{}) bool {
-	t := time.NewTimer(d)
+	out := make(chan struct{})
+	t := a.clock.AfterFunc(d, func() { close(out) })
 	defer t.Stop()
 	select {
 	case <-w.granted:
-	case <-t.C:
+	case <-out:
 	case <-stop:
 	}
 	a.mu.Lock()

@@ -3,10 +3,12 @@ package netloop
 import (
 	"testing"
 	"time"
+
+	"github.com/saguin-edge/saguin/broker/clock"
 )
 
 func TestSlotsAreCountedUpToMaxConnections(t *testing.T) {
-	a := newAdmission(2)
+	a := newAdmission(2, clock.Real)
 	for i := 0; i < 2; i++ {
 		if got, _ := a.arrive(); got != admitted {
 			t.Fatalf("arrival %d: %v, want admitted", i, got)
@@ -19,14 +21,14 @@ func TestSlotsAreCountedUpToMaxConnections(t *testing.T) {
 
 func TestOverflowBudgetIsMaxConnectionsOr32WhicheverIsFewer(t *testing.T) {
 	for _, tc := range []struct{ max, budget int }{{1, 1}, {5, 5}, {32, 32}, {10000, 32}} {
-		if got := newAdmission(tc.max).budget; got != tc.budget {
+		if got := newAdmission(tc.max, clock.Real).budget; got != tc.budget {
 			t.Errorf("max_connections %d: budget %d, want %d", tc.max, got, tc.budget)
 		}
 	}
 }
 
 func TestArrivalWithTheBudgetFullIsRefused(t *testing.T) {
-	a := newAdmission(1)
+	a := newAdmission(1, clock.Real)
 	a.arrive()
 	a.arrive() // the one place
 	if got, _ := a.arrive(); got != refused {
@@ -35,7 +37,7 @@ func TestArrivalWithTheBudgetFullIsRefused(t *testing.T) {
 }
 
 func TestGivenBackSlotGoesToTheLongestWaitingSocket(t *testing.T) {
-	a := newAdmission(1)
+	a := newAdmission(1, clock.Real)
 	a.arrive()
 	_, first := a.arrive()
 	a.budget = 2 // room for a second waiter
@@ -57,7 +59,7 @@ func TestGivenBackSlotGoesToTheLongestWaitingSocket(t *testing.T) {
 }
 
 func TestArrivalQueuesBehindWaitersRatherThanTakingAGivenBackSlot(t *testing.T) {
-	a := newAdmission(2)
+	a := newAdmission(2, clock.Real)
 	a.arrive()
 	a.arrive()
 	_, w := a.arrive()
@@ -71,7 +73,7 @@ func TestArrivalQueuesBehindWaitersRatherThanTakingAGivenBackSlot(t *testing.T) 
 }
 
 func TestWaitEndingWithNoSlotKeepsTheBudgetPlaceUntilLeave(t *testing.T) {
-	a := newAdmission(1)
+	a := newAdmission(1, clock.Real)
 	a.arrive()
 	_, w := a.arrive()
 	if a.wait(w, time.Millisecond, nil) {
@@ -87,7 +89,7 @@ func TestWaitEndingWithNoSlotKeepsTheBudgetPlaceUntilLeave(t *testing.T) {
 }
 
 func TestReleaseWithNobodyWaitingFreesTheSlot(t *testing.T) {
-	a := newAdmission(1)
+	a := newAdmission(1, clock.Real)
 	a.arrive()
 	a.release()
 	if got, _ := a.arrive(); got != admitted {
@@ -96,7 +98,7 @@ func TestReleaseWithNobodyWaitingFreesTheSlot(t *testing.T) {
 }
 
 func TestStoppingAdmitsNothingAndEndsEveryWait(t *testing.T) {
-	a := newAdmission(1)
+	a := newAdmission(1, clock.Real)
 	a.arrive()
 	_, w := a.arrive()
 	stop := make(chan struct{})
@@ -129,7 +131,7 @@ func TestConnectLevelReadsTheOpeningBytesOfAConnect(t *testing.T) {
 }
 
 func TestAcceptPacerAllowsBurstsOfTwiceTheRate(t *testing.T) {
-	p := newAcceptPacer(5)
+	p := newAcceptPacer(5, clock.Real)
 	for i := 0; i < 10; i++ {
 		p.mu.Lock()
 		ok := p.tokens >= 1
@@ -149,7 +151,7 @@ func TestAcceptPacerAllowsBurstsOfTwiceTheRate(t *testing.T) {
 }
 
 func TestNoLimitWhenMaxConnectRateIsNone(t *testing.T) {
-	if newAcceptPacer(0) != nil {
+	if newAcceptPacer(0, clock.Real) != nil {
 		t.Fatal("rate 0 (none) built a pacer")
 	}
 	var p *acceptPacer

@@ -690,7 +690,9 @@ func (c *Conn) logArgs(args []any) []any {
 	return append(base, args...)
 }
 
-// assignedID makes a client identifier for a client that sent none.
+// assignedID makes a client identifier for a client that sent none. The
+// wall clock, not Options.Clock: it keeps identifiers apart across restarts,
+// it measures no time.
 var assignedSeq atomic.Uint64
 
 func assignClientID() string {

@@ -17,6 +17,8 @@ import (
 	"log/slog"
 	"runtime"
 	"time"
+
+	"github.com/saguin-edge/saguin/broker/clock"
 )
 
 // Door kinds served here. TLS and WebSocket doors feed the same Conn state
@@ -79,6 +81,12 @@ type Options struct {
 
 	// Handler is the broker the connections hand their packets to.
 	Handler Handler
+
+	// Clock is where netloop reads the time and arms its timers: the timer
+	// scan (connect_timeout, keepalive, write_timeout), max_connect_rate and
+	// the overflow budget's wait. nil is clock.Real. Socket deadlines stay on
+	// the wall clock, which is what the kernel checks them against.
+	Clock clock.Clock
 }
 
 // What netloop defaults that is no configuration key; the keys' defaults are
@@ -114,6 +122,7 @@ func (o Options) WithDefaults() Options {
 	if o.MinProtocolVersion == 0 {
 		o.MinProtocolVersion = 4
 	}
+	o.Clock = clock.Or(o.Clock)
 	if o.MaxConnections == 0 {
 		o.MaxConnections = defaults.MaxConnections
 	}

@@ -3,6 +3,8 @@ package netloop
 import (
 	"sync"
 	"time"
+
+	"github.com/saguin-edge/saguin/broker/clock"
 )
 
 // acceptPacer is max_connect_rate for one door: a token bucket holding up to
@@ -15,14 +17,15 @@ type acceptPacer struct {
 	burst  float64
 	tokens float64
 	last   time.Time
+	clock  clock.Clock
 }
 
 // newAcceptPacer returns nil for no limit (rate 0).
-func newAcceptPacer(rate int) *acceptPacer {
+func newAcceptPacer(rate int, clk clock.Clock) *acceptPacer {
 	if rate <= 0 {
 		return nil
 	}
-	return &acceptPacer{rate: float64(rate), burst: 2 * float64(rate), tokens: 2 * float64(rate), last: time.Now()}
+	return &acceptPacer{rate: float64(rate), burst: 2 * float64(rate), tokens: 2 * float64(rate), last: clk.Now(), clock: clk}
 }
 
 // take waits until a token is available or stop closes; it reports whether a
@@ -33,7 +36,7 @@ func (p *acceptPacer) take(stop <-chan struct{}) bool {
 	}
 	for {
 		p.mu.Lock()
-		now := time.Now()
+		now := p.clock.Now()
 		p.tokens = min(p.burst, p.tokens+now.Sub(p.last).Seconds()*p.rate)
 		p.last = now
 		if p.tokens >= 1 {
@@ -43,9 +46,10 @@ func (p *acceptPacer) take(stop <-chan struct{}) bool {
 		}
 		wait := time.Duration((1 - p.tokens) / p.rate * float64(time.Second))
 		p.mu.Unlock()
-		t := time.NewTimer(wait)
+		refilled := make(chan struct{})
+		t := p.clock.AfterFunc(wait, func() { close(refilled) })
 		select {
-		case <-t.C:
+		case <-refilled:
 		case <-stop:
 			t.Stop()
 			return false

@@ -61,7 +61,7 @@ func New(opts Options) (*Server, error) {
 	s := &Server{
 		opts:     opts,
 		log:      opts.Logger,
-		adm:      newAdmission(opts.MaxConnections),
+		adm:      newAdmission(opts.MaxConnections, opts.Clock),
 		stop:     make(chan struct{}),
 		tickStop: make(chan struct{}),
 		conns:    make(map[*Conn]struct{}),
@@ -69,7 +69,7 @@ func New(opts Options) (*Server, error) {
 		wakers:   make(map[gnet.EventLoop]*loopWaker),
 	}
 	s.waiter, _ = opts.Handler.(StoreWaiter)
-	s.now.Store(time.Now().UnixNano())
+	s.now.Store(opts.Clock.Now().UnixNano())
 	return s, nil
 }
 
@@ -138,7 +138,7 @@ func (s *Server) Connections() int { return s.adm.inUse() }
 // connection over max_connect_rate stays in the kernel's accept queue.
 func (s *Server) acceptLoop(l *listener) {
 	defer s.acceptWG.Done()
-	pacer := newAcceptPacer(s.opts.MaxConnectRate)
+	pacer := newAcceptPacer(s.opts.MaxConnectRate, s.opts.Clock)
 	for {
 		if !pacer.take(s.stop) {
 			return
@@ -170,7 +170,7 @@ func (s *Server) acceptLoop(l *listener) {
 
 // arrive applies admission to a socket just accepted.
 func (s *Server) arrive(l *listener, nc net.Conn) {
-	arrivedAt := time.Now()
+	arrivedAt := s.opts.Clock.Now()
 	switch a, w := s.adm.arrive(); a {
 	case admitted:
 		s.enrollq <- enrollment{l, nc, arrivedAt}
@@ -199,7 +199,9 @@ func (s *Server) overflow(l *listener, nc net.Conn, w *waiter, arrivedAt time.Ti
 	case <-s.stop:
 	default:
 		s.counters.ConnectionsRefused.Add(delivery.ReasonOf(codec.ServerBusy))
-		answerBusy(nc, arrivedAt.Add(limit))
+		// A socket deadline is checked against the wall clock, whatever
+		// Clock says: what is left of the limit is carried over to it.
+		answerBusy(nc, time.Now().Add(limit-s.opts.Clock.Now().Sub(arrivedAt)))
 	}
 	nc.Close()
 	s.adm.leave()
@@ -247,14 +249,14 @@ func (s *Server) forget(c *Conn) {
 // the doors during shutdown, since ending connections still have timers.
 func (s *Server) ticker() {
 	defer s.wg.Done()
-	t := time.NewTicker(tickInterval)
+	t := s.opts.Clock.NewTicker(tickInterval)
 	defer t.Stop()
 	var batch []*Conn
 	for {
 		select {
 		case <-s.tickStop:
 			return
-		case now := <-t.C:
+		case now := <-t.C():
 			s.now.Store(now.UnixNano())
 			batch = batch[:0]
 			s.mu.Lock()

@@ -31,6 +31,7 @@ func netloopOptions(cfg *config.Config, b *broker.Broker, log *slog.Logger) (net
 		RetainAvailable:    true,
 		Logger:             log,
 		Handler:            b,
+		Clock:              clock.Real,
 	}
 	if cfg.Broker.MQTT.ACLFile != "" {
 		return o, fmt.Errorf("broker.mqtt.acl_file: authorization is not served yet, and a broker that starts anyway lets every client do anything")

@@ -1,0 +1,145 @@
+package netloop_test
+
+import (
+	"errors"
+	"io"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/saguin-edge/saguin/broker/clock"
+	"github.com/saguin-edge/saguin/codec"
+	"github.com/saguin-edge/saguin/netloop"
+)
+
+// These tests run netloop on a clock.Fake: each deadline is reached by
+// Advance, never waited for. The timer scan ticks every 25 ms of the fake
+// clock, and the Fake hands each tick over before Advance returns, so a scan
+// due by a moment has begun by the time Advance to it returns.
+
+var fakeStart = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// fakeServer starts a server on a Fake and waits for its timer scan's ticker.
+func fakeServer(t *testing.T, opts netloop.Options) (*netloop.Server, *clock.Fake) {
+	t.Helper()
+	clk := clock.NewFake(fakeStart)
+	opts.Clock = clk
+	s := startServer(t, opts)
+	clk.WaitArmed(1)
+	return s, clk
+}
+
+// ping sends PINGREQ and wants PINGRESP: the connection is still served.
+func (c *rawClient) ping(what string) {
+	c.t.Helper()
+	c.send((&codec.Pingreq{}).Append(nil, c.version))
+	h, _, err := c.next(5 * time.Second)
+	if err != nil || h.Type != codec.TypePingresp {
+		c.t.Fatalf("%s: want PINGRESP, got %s %v", what, h.Type, err)
+	}
+}
+
+// waitFor polls cond, a condition on another goroutine's work, for up to 5 s.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("waited 5 s for %s", what)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// A client silent for one and a half times its keepalive is closed; one
+// that speaks a millisecond before that is still served.
+func TestKeepaliveOnAFakeClock(t *testing.T) {
+	s, clk := fakeServer(t, netloop.Options{})
+	silent, talker := dial(t, s, codec.Version311), dial(t, s, codec.Version311)
+	keepalive := func(p *codec.Connect) { p.KeepAlive = 1 }
+	silent.connect("silent", keepalive)
+	talker.connect("talker", keepalive)
+	clk.Advance(1500*time.Millisecond - time.Millisecond)
+	talker.ping("a millisecond before 1.5 x keepalive")
+	if n := s.Counters().Connections.Load(); n != 2 {
+		t.Fatalf("%d connections a millisecond before 1.5 x keepalive, want 2", n)
+	}
+	clk.Advance(time.Millisecond)
+	silent.expectClosed()
+}
+
+// A socket that sends no CONNECT is closed at connect_timeout; one whose
+// CONNECT arrives a millisecond before it is answered.
+func TestConnectTimeoutOnAFakeClock(t *testing.T) {
+	s, clk := fakeServer(t, netloop.Options{ConnectTimeout: 2 * time.Second})
+	silent, late := dial(t, s, codec.Version311), dial(t, s, codec.Version311)
+	waitFor(t, "both sockets admitted", func() bool { return s.Connections() == 2 })
+	clk.Advance(2*time.Second - time.Millisecond)
+	if ack := late.connect("late", nil); ack.ReasonCode != codec.Success {
+		t.Fatalf("a CONNECT a millisecond before connect_timeout was answered %v", ack.ReasonCode)
+	}
+	clk.Advance(time.Millisecond)
+	silent.expectClosed()
+}
+
+// A subscriber that takes no bytes for write_timeout while its deliveries
+// wait is closed; a millisecond before, it is still there.
+func TestWriteTimeoutOnAFakeClock(t *testing.T) {
+	s, clk := fakeServer(t, netloop.Options{WriteTimeout: time.Second})
+	sub, pub := dial(t, s, codec.Version311), dial(t, s, codec.Version311)
+	sub.connect("sub", nil)
+	sub.subscribe(1, "big", 0)
+	pub.connect("pub", nil)
+	payload := strings.Repeat("x", 64<<10)
+	// More than the kernel's buffers and the 1 MiB queue together: the
+	// queue fills, QoS 0 deliveries are dropped, and the subscriber's
+	// outbound waits with nothing taken - all before the clock moves, so the
+	// last progress is the start.
+	for range 256 {
+		pub.publish("big", payload, 0, 0)
+	}
+	waitFor(t, "the subscriber's queue full", func() bool { return s.Counters().DeliveriesDropped.Load() > 0 })
+	clk.Advance(time.Second - time.Millisecond)
+	pub.ping("the publisher, a millisecond before the subscriber's write_timeout")
+	if n := s.Counters().Connections.Load(); n != 2 {
+		t.Fatalf("%d connections a millisecond before write_timeout, want 2", n)
+	}
+	clk.Advance(time.Millisecond)
+	// Everything the kernel holds is read, then the close.
+	buf := make([]byte, 1<<20)
+	for {
+		sub.nc.SetReadDeadline(time.Now().Add(5 * time.Second))
+		if _, err := sub.nc.Read(buf); err != nil {
+			if !errors.Is(err, io.EOF) && !isReset(err) {
+				t.Fatalf("want the subscriber closed at write_timeout, got %v", err)
+			}
+			break
+		}
+	}
+	pub.ping("the publisher after the subscriber's write_timeout")
+}
+
+// max_connect_rate: a burst of twice the rate is accepted at once, the next
+// socket waits in the accept queue for a token, the rate's interval later
+// and not a millisecond sooner.
+func TestMaxConnectRateOnAFakeClock(t *testing.T) {
+	s, clk := fakeServer(t, netloop.Options{MaxConnectRate: 1})
+	for _, id := range []string{"a", "b"} {
+		if ack := dial(t, s, codec.Version311).connect(id, nil); ack.ReasonCode != codec.Success {
+			t.Fatalf("%s in the burst: %v", id, ack.ReasonCode)
+		}
+	}
+	clk.WaitArmed(2) // the timer scan and the pacer waiting for its next token
+	third := dial(t, s, codec.Version311)
+	third.send((&codec.Connect{Version: codec.Version311, CleanStart: true, ClientID: []byte("c")}).Append(nil, codec.Version311))
+	clk.Advance(time.Second - time.Millisecond)
+	if n := s.Connections(); n != 2 {
+		t.Fatalf("%d connections admitted a millisecond before the next token, want 2", n)
+	}
+	clk.Advance(time.Millisecond)
+	h, body := third.read()
+	var ack codec.Connack
+	if h.Type != codec.TypeConnack || ack.Decode(h, body, codec.Version311) != nil || ack.ReasonCode != codec.Success {
+		t.Fatalf("the socket past the burst: want CONNACK 0x00 once its token came, got %s", h.Type)
+	}
+}
