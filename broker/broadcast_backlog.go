@@ -364,7 +364,7 @@ func (l *backlog) keepFor(s *session, c delivery.Client, r *store.Record, m *del
 		return true // it waits its turn in the log (pump)
 	}
 	s.owed.markSent(j)
-	d.Offset, d.PacketID = e.Offset, packetIDFor(e.Offset)
+	d.Ref, d.PacketID = logRef(e.Offset, ""), packetIDFor(e.Offset)
 	c.Deliver(m, d)
 	return true
 }
@@ -608,7 +608,7 @@ func (l *backlog) sendOne(s *session, c delivery.Client, e *store.BroadcastEntry
 		l.drop(s, j)
 		return false
 	}
-	d.Offset, d.PacketID, d.Dup = e.Offset, packetIDFor(e.Offset), s.owed.entries[j].maybeSent
+	d.Ref, d.PacketID, d.Dup = logRef(e.Offset, ""), packetIDFor(e.Offset), s.owed.entries[j].maybeSent
 	if e.OwedTo != "" {
 		d.Retain = true // a retained value sent at SUBSCRIBE, sent again
 	}
@@ -624,7 +624,8 @@ func (l *backlog) sendOne(s *session, c delivery.Client, e *store.BroadcastEntry
 // from the log is stored in the session's window (released, under its
 // packet identifier) before the PUBREL goes, so a restart resumes the
 // exchange with the PUBREL and never sends the message again.
-func (b *Broker) Received(c delivery.Client, offset uint64, packetID uint16) bool {
+func (b *Broker) Received(c delivery.Client, r delivery.Ref, packetID uint16) bool {
+	offset := r.N // 0, a shared group's hand-off from memory, is owed by nobody
 	sh := b.shard(c.ClientID())
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
@@ -674,9 +675,11 @@ func (s *session) deliveryFor(r *store.Record) (d delivery.Delivery, ok bool) {
 // Acked is the client's acknowledgement of a delivery from the log: the
 // session no longer owes it, and its cursor is taken for writing at the next
 // commit (broker.session.ack_commit_interval), off the connection's loop.
-// Offset 0 is a shared group's delivery from memory. Either way the window
-// place it gives back may let a group the client is a member of drain.
-func (b *Broker) Acked(c delivery.Client, offset uint64) {
+// A Ref with no offset is a shared group's delivery from memory. Either way
+// the window place it gives back may let a group the client is a member of
+// drain.
+func (b *Broker) Acked(c delivery.Client, r delivery.Ref) {
+	offset := r.N
 	sh := b.shard(c.ClientID())
 	sh.mu.Lock()
 	defer sh.mu.Unlock()

@@ -114,7 +114,7 @@ func TestDeliveryAGroupHandedAMemberIsOwedToItAgainAfterARestart(t *testing.T) {
 	again := &ackClient{id: "m-a"}
 	connectAs(t, b, again, false, 60, nil)
 	again.waitPayloads(t, "job")
-	b.Acked(again, again.offsets[0])
+	b.Acked(again, again.refs[0])
 	b.Close()
 	if inf, _ := st.sessions.InFlight("m-a"); len(inf) != 0 {
 		t.Fatalf("the window still holds %+v after the acknowledgement was stored", inf)

@@ -237,7 +237,7 @@ func (b *Broker) handToMember(g *shareGroup, p *codec.Publish, m **delivery.Mess
 			continue
 		}
 		sub := g.subs[s]
-		d := delivery.Delivery{QoS: min(p.QoS, sub.qos), Retain: p.Retain && sub.retainAsPublished, Share: g.key}
+		d := delivery.Delivery{QoS: min(p.QoS, sub.qos), Retain: p.Retain && sub.retainAsPublished, Ref: logRef(0, g.key)}
 		if sub.id != 0 {
 			d.SubscriptionIDs = []uint32{sub.id}
 		}
@@ -331,8 +331,8 @@ func (b *Broker) sendShared(s *session, c delivery.Client, key string, e *store.
 		b.bcast.drop(s, j)
 		return false
 	}
-	d := delivery.Delivery{QoS: min(e.QoS, sub.qos), Retain: e.Retain && sub.retainAsPublished, Offset: e.Offset,
-		PacketID: packetIDFor(e.Offset), Dup: s.owed.entries[j].maybeSent, Share: key}
+	d := delivery.Delivery{QoS: min(e.QoS, sub.qos), Retain: e.Retain && sub.retainAsPublished, Ref: logRef(e.Offset, key),
+		PacketID: packetIDFor(e.Offset), Dup: s.owed.entries[j].maybeSent}
 	if sub.id != 0 {
 		d.SubscriptionIDs = []uint32{sub.id}
 	}
@@ -350,7 +350,7 @@ func (b *Broker) sendShared(s *session, c delivery.Client, key string, e *store.
 // gives back from the session's list (giveBack), once.
 func (b *Broker) returnToGroups(ending *session, u []delivery.Unfinished) {
 	for _, x := range u {
-		if x.Delivery.Share == "" || x.Delivery.Released || x.Delivery.Offset != 0 {
+		if x.Delivery.Ref.Name == "" || x.Delivery.Released || x.Delivery.Ref.N != 0 {
 			continue
 		}
 		if x.Delivery.QoS == 2 {
@@ -358,7 +358,7 @@ func (b *Broker) returnToGroups(ending *session, u []delivery.Unfinished) {
 			continue
 		}
 		b.shares.mu.Lock()
-		g := b.shares.groups[x.Delivery.Share]
+		g := b.shares.groups[x.Delivery.Ref.Name]
 		placed := g != nil && b.handMessage(g, x.Msg, x.Delivery, ending)
 		b.shares.mu.Unlock()
 		if !placed {
@@ -379,7 +379,7 @@ func (b *Broker) handMessage(g *shareGroup, m *delivery.Message, d delivery.Deli
 			continue
 		}
 		sub := g.subs[s]
-		dd := delivery.Delivery{QoS: min(d.QoS, sub.qos), Retain: d.Retain && sub.retainAsPublished, Share: g.key, Dup: true}
+		dd := delivery.Delivery{QoS: min(d.QoS, sub.qos), Retain: d.Retain && sub.retainAsPublished, Ref: logRef(0, g.key), Dup: true}
 		if sub.id != 0 {
 			dd.SubscriptionIDs = []uint32{sub.id}
 		}

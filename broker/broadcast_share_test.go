@@ -75,8 +75,8 @@ func TestSharedGroupWithADurableMemberHoldsItsBacklogInOrder(t *testing.T) {
 	back := &ackClient{id: "m-a"}
 	connectAs(t, b, back, false, 60, nil)
 	back.waitPayloads(t, "1", "2")
-	b.Acked(back, back.offsets[0])
-	b.Acked(back, back.offsets[1])
+	b.Acked(back, back.refs[0])
+	b.Acked(back, back.refs[1])
 	b.Close()
 	if n := st.sessions.Log().Len(); n != 0 {
 		t.Fatalf("the log still holds %d messages the member acknowledged", n)
@@ -89,8 +89,8 @@ func TestEndingMembersUnacknowledgedQoS1GoesBackToTheGroupAndQoS2IsDropped(t *te
 	staying := shareMember(t, b, "m-b", 0)
 	m := delivery.NewMessage(&codec.Publish{Topic: []byte("jobs/x"), Payload: []byte("job")})
 	b.Unfinished(leaving, []delivery.Unfinished{
-		{Msg: m, Delivery: delivery.Delivery{QoS: 1, PacketID: 3, Share: "$share/g/jobs/#"}},
-		{Msg: delivery.NewMessage(&codec.Publish{Topic: []byte("jobs/x"), Payload: []byte("once")}), Delivery: delivery.Delivery{QoS: 2, PacketID: 4, Share: "$share/g/jobs/#"}},
+		{Msg: m, Delivery: delivery.Delivery{QoS: 1, PacketID: 3, Ref: logRef(0, "$share/g/jobs/#")}},
+		{Msg: delivery.NewMessage(&codec.Publish{Topic: []byte("jobs/x"), Payload: []byte("once")}), Delivery: delivery.Delivery{QoS: 2, PacketID: 4, Ref: logRef(0, "$share/g/jobs/#")}},
 	})
 	b.Disconnected(leaving, 0, false)
 	staying.waitPayloads(t, "job")

@@ -198,8 +198,8 @@ func (b *Broker) handHeadTo(g *shareGroup, s *session, head owedEntry, e *store.
 		b.shares.mu.Unlock()
 		return false, false
 	}
-	d := delivery.Delivery{QoS: min(e.QoS, sub.qos), Retain: e.Retain && sub.retainAsPublished, Offset: e.Offset,
-		PacketID: packetIDFor(e.Offset), Dup: head.returned || head.maybeSent, Share: g.key}
+	d := delivery.Delivery{QoS: min(e.QoS, sub.qos), Retain: e.Retain && sub.retainAsPublished, Ref: logRef(e.Offset, g.key),
+		PacketID: packetIDFor(e.Offset), Dup: head.returned || head.maybeSent}
 	if sub.id != 0 {
 		d.SubscriptionIDs = []uint32{sub.id}
 	}

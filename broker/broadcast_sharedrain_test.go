@@ -20,7 +20,7 @@ type windowClient struct {
 	max    int
 	shut   atomic.Bool
 	wmu    sync.Mutex
-	unacks []uint64 // offsets of the deliveries it holds unacknowledged, oldest first
+	unacks []delivery.Ref // the deliveries it holds unacknowledged, oldest first
 }
 
 func (w *windowClient) CanTake(_ *delivery.Message, d delivery.Delivery) bool {
@@ -31,7 +31,7 @@ func (w *windowClient) CanTake(_ *delivery.Message, d delivery.Delivery) bool {
 
 func (w *windowClient) Deliver(m *delivery.Message, d delivery.Delivery) bool {
 	w.wmu.Lock()
-	w.unacks = append(w.unacks, d.Offset)
+	w.unacks = append(w.unacks, d.Ref)
 	w.wmu.Unlock()
 	return w.ackClient.Deliver(m, d)
 }
@@ -100,7 +100,7 @@ func TestMessagesPublishedWhileAGroupHoldsABacklogJoinItsBack(t *testing.T) {
 	publish(b, "p", "jobs/x", "2", 1, false)
 	a.shut.Store(false) // it could take now, but nothing has told the group
 	publish(b, "p", "jobs/x", "3", 1, false)
-	b.Acked(a, 0) // ... until an acknowledgement does
+	b.Acked(a, logRef(0, jobsGroup)) // ... until an acknowledgement does (one handed from memory)
 	a.waitPayloads(t, "1", "2", "3")
 }
 

@@ -293,7 +293,7 @@ func TestAnExactlyOnceHoldBeingStoredNeverHoldsAnotherClientOfItsShard(t *testin
 	}()
 	within(t, "the hold's write starting", g.entered)
 	returnsWhileGated(t, "another client's Holds", func() { b.Holds(other, 1) })
-	returnsWhileGated(t, "another client's Acked", func() { b.Acked(other, 1) })
+	returnsWhileGated(t, "another client's Acked", func() { b.Acked(other, logRef(1, "")) })
 	returnsWhileGated(t, "another client's disconnect", func() { b.Disconnected(other, 60, true) })
 	g.release()
 	if code := <-held; code != codec.Success {
@@ -314,13 +314,13 @@ func TestAStoredPubrecNeverHoldsAnotherClientOfItsShard(t *testing.T) {
 	publish(b, "p", "t", "x", 1, false)
 	sub.waitPayloads(t, "x")
 	sub.mu.Lock()
-	offset := sub.offsets[0]
+	ref := sub.refs[0]
 	sub.mu.Unlock()
 	g.armed.Store("AddInFlight")
 	received := make(chan bool, 1)
-	go func() { received <- b.Received(sub, offset, 1) }()
+	go func() { received <- b.Received(sub, ref, 1) }()
 	within(t, "the PUBREC's write starting", g.entered)
-	returnsWhileGated(t, "another client's Acked", func() { b.Acked(other, 1) })
+	returnsWhileGated(t, "another client's Acked", func() { b.Acked(other, logRef(1, "")) })
 	returnsWhileGated(t, "another client's disconnect", func() { b.Disconnected(other, 60, true) })
 	g.release()
 	if !<-received {
@@ -348,7 +348,7 @@ func TestAFilterBeingStoredNeverHoldsAnotherClientOfItsShard(t *testing.T) {
 				}
 			}()
 			within(t, "the filter's write starting", g.entered)
-			returnsWhileGated(t, "another client's Acked", func() { b.Acked(other, 1) })
+			returnsWhileGated(t, "another client's Acked", func() { b.Acked(other, logRef(1, "")) })
 			returnsWhileGated(t, "another client's disconnect", func() { b.Disconnected(other, 60, true) })
 			g.release()
 			if code := <-answered; code.IsError() {

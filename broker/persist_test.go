@@ -21,7 +21,8 @@ type ackClient struct {
 	id      string
 	mu      sync.Mutex
 	got     []string
-	offsets []uint64
+	offsets []uint64       // the log offsets (Ref.N)
+	refs    []delivery.Ref // what netloop would hand back on the acknowledgement
 	retains []bool
 	rels    []bool   // only the PUBREL was owed
 	pids    []uint16 // the packet identifier asked for
@@ -33,7 +34,8 @@ func (f *ackClient) Deliver(m *delivery.Message, d delivery.Delivery) bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.got = append(f.got, string(m.Payload))
-	f.offsets = append(f.offsets, d.Offset)
+	f.offsets = append(f.offsets, d.Ref.N)
+	f.refs = append(f.refs, d.Ref)
 	f.retains = append(f.retains, d.Retain)
 	f.rels = append(f.rels, d.Released)
 	f.pids = append(f.pids, d.PacketID)
@@ -200,14 +202,14 @@ func TestAcknowledgedLogMessagesAreNotSentAgainAfterARestart(t *testing.T) {
 	c2 := &ackClient{id: "dev"}
 	connectAs(t, b, c2, false, 60, nil)
 	c2.waitPayloads(t, "a", "b", "c")
-	b.Acked(c2, c2.offsets[0])
-	b.Acked(c2, c2.offsets[1])
+	b.Acked(c2, c2.refs[0])
+	b.Acked(c2, c2.refs[1])
 	b.Disconnected(c2, 60, false) // the acknowledgements are stored as it leaves
 	b = st.restart(t, b, Options{})
 	c3 := &ackClient{id: "dev"}
 	connectAs(t, b, c3, false, 60, nil)
 	c3.waitPayloads(t, "c")
-	b.Acked(c3, c3.offsets[0])
+	b.Acked(c3, c3.refs[0])
 	b.Close()
 	if n := st.sessions.Log().Len(); n != 0 {
 		t.Fatalf("the log still holds %d messages nobody owes", n)
@@ -225,7 +227,7 @@ func TestAcknowledgementsAreCommittedWithinTheAckCommitInterval(t *testing.T) {
 	c2 := &ackClient{id: "dev"}
 	connectAs(t, b, c2, false, 60, nil)
 	c2.waitPayloads(t, "a")
-	b.Acked(c2, c2.offsets[0])
+	b.Acked(c2, c2.refs[0])
 	deadline := time.Now().Add(3 * time.Second)
 	for {
 		cur, _, _ := st.sessions.Cursor("dev")
@@ -255,7 +257,7 @@ func TestSessionQueueBytesLetsTheOldestOwedMessageGo(t *testing.T) {
 	c2 := &ackClient{id: "dev"}
 	connectAs(t, b, c2, false, 60, nil)
 	c2.waitPayloads(t, "bbbb") // half the bound is on the wire at most
-	b.Acked(c2, c2.offsets[0])
+	b.Acked(c2, c2.refs[0])
 	c2.waitPayloads(t, "bbbb", "cccc")
 }
 
@@ -269,7 +271,7 @@ func TestADurableSessionHasAtMostHalfOfSessionQueueBytesOnTheWire(t *testing.T) 
 		publish(b, "p", "t", p, 1, false)
 	}
 	c.waitPayloads(t, "111111111", "222222222") // 20 of 40: the third waits in the log
-	b.Acked(c, c.offsets[0])
+	b.Acked(c, c.refs[0])
 	c.waitPayloads(t, "111111111", "222222222", "333333333")
 }
 
@@ -460,7 +462,7 @@ func TestConcurrentPublishersLeaveAnAwaySessionsOwedListInLogOrder(t *testing.T)
 		if i > 0 && off <= back.offsets[i-1] {
 			t.Fatalf("resent out of log order: offset %d after %d", off, back.offsets[i-1])
 		}
-		b.Acked(back, off)
+		b.Acked(back, back.refs[i])
 	}
 	b.Close()
 	if n := st.sessions.Log().Len(); n != 0 {
@@ -481,7 +483,7 @@ func TestQoS2DeliveryWhosePubrecWasStoredResumesWithItsPubrelAfterARestart(t *te
 	}
 	b.Release(pub, 1)
 	c.waitPayloads(t, "once")
-	if !b.Received(c, c.offsets[0], c.pids[0]) {
+	if !b.Received(c, c.refs[0], c.pids[0]) {
 		t.Fatal("the PUBREC was not stored")
 	}
 	b = st.restart(t, b, Options{})
@@ -491,7 +493,7 @@ func TestQoS2DeliveryWhosePubrecWasStoredResumesWithItsPubrelAfterARestart(t *te
 	if !back.rels[0] || back.pids[0] != c.pids[0] {
 		t.Fatalf("resumed with released %v under %d, want only the PUBREL under %d", back.rels[0], back.pids[0], c.pids[0])
 	}
-	b.Acked(back, back.offsets[0]) // PUBCOMP
+	b.Acked(back, back.refs[0]) // PUBCOMP
 	b.Close()
 	if w, _ := st.sessions.InFlight("dev"); len(w) != 0 {
 		t.Fatalf("the completed exchange is still in the stored window: %+v", w)

@@ -50,17 +50,17 @@ func BenchmarkBroadcastPublishQoS1To1(b *testing.B)      { benchBroadcast(b, 1, 
 func BenchmarkBroadcastPublishQoS1To100(b *testing.B)    { benchBroadcast(b, 100, 1) }
 func BenchmarkBroadcastPublishNoSubscriber(b *testing.B) { benchBroadcast(b, 0, 1) }
 
-// ackSink remembers the log offset of the last delivery, for the benchmark
+// ackSink remembers the Ref of the last delivery, for the benchmark
 // to acknowledge as a client keeping up would.
 type ackSink struct {
 	id   string
-	last uint64
+	last delivery.Ref
 }
 
 func (s *ackSink) ClientID() string { return s.id }
 func (s *ackSink) Version() byte    { return codec.Version5 }
 func (s *ackSink) Deliver(_ *delivery.Message, d delivery.Delivery) bool {
-	s.last = d.Offset
+	s.last = d.Ref
 	return true
 }
 func (s *ackSink) Kick(codec.ReasonCode)                             {}

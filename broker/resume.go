@@ -46,7 +46,7 @@ func (b *Broker) Unfinished(c delivery.Client, u []delivery.Unfinished) {
 func (b *Broker) sendCarried(s *session, c delivery.Client, u []delivery.Unfinished) {
 	o := &s.owed
 	for _, x := range u {
-		if off := x.Delivery.Offset; off != 0 {
+		if off := x.Delivery.Ref.N; off != 0 {
 			i := o.find(off)
 			if i < 0 {
 				continue // acknowledged meanwhile, or no longer owed

@@ -20,9 +20,9 @@ func TestALateAcknowledgementOnATakenOverConnectionLeavesTheDeliveryToTheNewOne(
 	old.waitPayloads(t, "job")
 	newer := &ackClient{id: "dev"}
 	connectAs(t, b, newer, false, 60, nil)
-	b.Acked(old, old.offsets[0]) // its PUBACK, read after the takeover
+	b.Acked(old, old.refs[0]) // its PUBACK, read after the takeover
 	newer.waitPayloads(t, "job")
-	b.Acked(newer, newer.offsets[0])
+	b.Acked(newer, newer.refs[0])
 	b.Disconnected(old, 60, false) // its end hands back nothing: it had settled the exchange
 	if got := newer.payloads(); len(got) != 1 {
 		t.Fatalf("the new connection was sent %q, want the delivery exactly once", got)

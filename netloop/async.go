@@ -57,7 +57,7 @@ type pendingCall struct {
 	req      ConnectRequest
 	plan     connackPlan
 	packetID uint16
-	offset   uint64
+	ref      delivery.Ref
 	filters  [][]byte
 	opts     []delivery.SubscribeOptions
 	unread   [][]byte // an UNSUBSCRIBE's saguin- property names, named back
@@ -117,7 +117,7 @@ func (pc *pendingCall) call() {
 	case delivery.CallRelease:
 		pc.code, pc.why = h.(ExactlyOnce).Release(c, pc.packetID)
 	case delivery.CallReceived:
-		pc.ok = h.(AckHandler).Received(c, pc.offset, pc.packetID)
+		pc.ok = h.(AckHandler).Received(c, pc.ref, pc.packetID)
 	case delivery.CallSubscribe:
 		for i, f := range pc.filters {
 			code, why := h.Subscribe(c, f, pc.opts[i])

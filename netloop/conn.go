@@ -91,18 +91,15 @@ type Conn struct {
 	endGraceful   bool // the end is a client's own DISCONNECT 0x00, for the handler
 }
 
-// inflight is one delivery on the wire waiting for the client's answer.
+// inflight is one delivery on the wire waiting for the client's answer: the
+// delivery whole - under the packet identifier it went with, Released once
+// its PUBREC is in - which is also what a resumed session needs to send it
+// again (Handler.Unfinished).
 type inflight struct {
-	size     int
-	qos      byte
-	released bool   // QoS 2: PUBREC seen, PUBREL sent, waiting for PUBCOMP
-	offset   uint64 // the handler's number, reported when the client has it
-	// What a resumed session needs to send it again (ResumeHandler).
-	msg    *delivery.Message
-	retain bool
-	subIDs []uint32
-	share  string
-	seq    uint64 // the order it was sent in
+	msg *delivery.Message
+	delivery.Delivery
+	size int
+	seq  uint64 // the order it was sent in
 }
 
 // scratch is the per-call working memory of a loop: packet structs reused for
@@ -152,7 +149,7 @@ func (c *Conn) Version() byte { return byte(c.version.Load()) }
 
 // Deliver queues a delivery and wakes the loop to write it. It never blocks.
 func (c *Conn) Deliver(m *delivery.Message, d delivery.Delivery) bool {
-	if !c.out.push(outEntry{msg: m, qos: d.QoS, retain: d.Retain, subIDs: d.SubscriptionIDs, offset: d.Offset, pid: d.PacketID, rel: d.Released, dup: d.Dup, share: d.Share}, &c.srv.counters) {
+	if !c.out.push(outEntry{msg: m, Delivery: d}, &c.srv.counters) {
 		return false
 	}
 	c.wake()
@@ -478,7 +475,7 @@ func (c *Conn) noteProgress() {
 // writable reports whether the oldest queued delivery may be written now.
 func (c *Conn) writable() bool {
 	e, ok := c.out.peek()
-	return ok && (e.qos == 0 || c.windowOpen())
+	return ok && (e.QoS == 0 || c.windowOpen())
 }
 
 // windowOpen reports whether one more QoS 1 or 2 delivery may go on the wire:
@@ -517,7 +514,7 @@ func (c *Conn) flushThrough(through uint64) {
 		var written uint64
 		blocked := false
 		for _, e := range batch {
-			if e.seq > through || c.t.Buffered()+len(sc.out) >= outboundCap || (e.qos > 0 && !c.windowOpen()) {
+			if e.seq > through || c.t.Buffered()+len(sc.out) >= outboundCap || (e.QoS > 0 && !c.windowOpen()) {
 				blocked = true
 				break
 			}
@@ -552,11 +549,13 @@ func (c *Conn) flushThrough(through uint64) {
 // encode appends one delivery's PUBLISH to sc.out, taking a packet
 // identifier and a place in the window for QoS 1 and 2.
 func (c *Conn) encode(sc *scratch, e outEntry, version byte) {
-	if e.rel {
+	if e.Released {
 		// A resumed QoS 2 exchange the client already has: only its PUBREL.
-		id := c.takePacketID(e.pid)
+		id := c.takePacketID(e.PacketID)
 		size := entrySize(e.msg)
-		c.inflight[id] = inflight{size: size, qos: 2, released: true, offset: e.offset, msg: e.msg, retain: e.retain, subIDs: e.subIDs, share: e.share, seq: e.seq}
+		f := inflight{msg: e.msg, Delivery: e.Delivery, size: size, seq: e.seq}
+		f.QoS, f.PacketID = 2, id
+		c.inflight[id] = f
 		e.msg.Retain() // the window's reference, given back at settle or end
 		c.onWire.Store(int32(len(c.inflight)))
 		c.inflightBytes += size
@@ -564,7 +563,7 @@ func (c *Conn) encode(sc *scratch, e outEntry, version byte) {
 		return
 	}
 	p := &sc.publish
-	p.Dup, p.QoS, p.Retain = e.dup, e.qos, e.retain
+	p.Dup, p.QoS, p.Retain = e.Dup, e.QoS, e.Retain
 	p.Topic, p.Payload, p.PacketID = e.msg.Topic, e.msg.Payload, 0
 	if version == codec.Version5 && e.msg.Props != nil {
 		p.Properties = *e.msg.Props
@@ -580,18 +579,20 @@ func (c *Conn) encode(sc *scratch, e outEntry, version byte) {
 		}
 		p.Properties.MessageExpiry = uint32((left + int64(time.Second) - 1) / int64(time.Second))
 	}
-	if version == codec.Version5 && len(e.subIDs) > 0 {
+	if version == codec.Version5 && len(e.SubscriptionIDs) > 0 {
 		// The identifiers belong to this delivery, never to the message.
-		p.Properties.SubscriptionIDs = e.subIDs
+		p.Properties.SubscriptionIDs = e.SubscriptionIDs
 		p.Properties.Present.Set(codec.PropSubscriptionID)
 	}
 	// MQTT-3.1.2-25: never send a packet above the client's Maximum Packet
 	// Size; such a delivery is discarded as if delivered.
 	if fits := c.clientMaxPkt == 0 || p.Size(version) <= c.clientMaxPkt; fits {
-		if e.qos > 0 {
-			p.PacketID = c.takePacketID(e.pid)
+		if e.QoS > 0 {
+			p.PacketID = c.takePacketID(e.PacketID)
 			size := entrySize(e.msg)
-			c.inflight[p.PacketID] = inflight{size: size, qos: e.qos, offset: e.offset, msg: e.msg, retain: e.retain, subIDs: e.subIDs, share: e.share, seq: e.seq}
+			f := inflight{msg: e.msg, Delivery: e.Delivery, size: size, seq: e.seq}
+			f.PacketID = p.PacketID
+			c.inflight[p.PacketID] = f
 			e.msg.Retain() // the window's reference, given back at settle or end
 			c.onWire.Store(int32(len(c.inflight)))
 			c.inflightBytes += size
@@ -601,7 +602,7 @@ func (c *Conn) encode(sc *scratch, e outEntry, version byte) {
 	} else {
 		c.srv.counters.DeliveriesTooLarge.Add(1)
 	}
-	if e.msg.Props != nil || len(e.subIDs) > 0 {
+	if e.msg.Props != nil || len(e.SubscriptionIDs) > 0 {
 		// Never keep the message's slices, or the identifier's, in scratch:
 		// a later decode would append into memory a delivery shares.
 		p.Properties = codec.Properties{}
@@ -633,17 +634,17 @@ func (c *Conn) handBackUnfinished() {
 		if f.msg == nil {
 			continue
 		}
-		u = append(u, delivery.Unfinished{Msg: f.msg, Delivery: delivery.Delivery{QoS: f.qos, Retain: f.retain, SubscriptionIDs: f.subIDs,
-			Offset: f.offset, PacketID: id, Released: f.released, Dup: true, Share: f.share}})
+		d := f.Delivery
+		d.PacketID, d.Dup = id, true
+		u = append(u, delivery.Unfinished{Msg: f.msg, Delivery: d})
 	}
 	sort.Slice(u, func(i, j int) bool {
 		return c.inflight[u[i].Delivery.PacketID].seq < c.inflight[u[j].Delivery.PacketID].seq
 	})
 	queued := c.out.held() // another goroutine's push may shed them meanwhile
 	for _, e := range queued {
-		if e.qos > 0 {
-			u = append(u, delivery.Unfinished{Msg: e.msg, Delivery: delivery.Delivery{QoS: e.qos, Retain: e.retain, SubscriptionIDs: e.subIDs,
-				Offset: e.offset, PacketID: e.pid, Released: e.rel, Dup: e.dup, Share: e.share}})
+		if e.QoS > 0 {
+			u = append(u, delivery.Unfinished{Msg: e.msg, Delivery: e.Delivery})
 		}
 	}
 	if len(u) > 0 {

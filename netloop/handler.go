@@ -72,19 +72,17 @@ type ExactlyOnce interface {
 }
 
 // AckHandler is implemented by a handler that wants to know how a delivery
-// it numbered (Delivery.Offset) goes. Both run on the connection's loop.
+// it named (Delivery.Ref, not zero) goes. Both run on the connection's loop.
 type AckHandler interface {
 	// Received is a QoS 2 delivery's PUBREC: the client has the message. The
 	// PUBREL is sent only once it returns true - the handler has stored that
 	// the exchange is at PUBREL, so a restart resumes it there and never
 	// sends the message again; false ends the connection with 0x80 and no
 	// PUBREL (RFC 0003 "Outbound QoS 2").
-	Received(c delivery.Client, offset uint64, packetID uint16) bool
+	Received(c delivery.Client, ref delivery.Ref, packetID uint16) bool
 	// Acked is the end of the exchange: PUBACK at QoS 1, PUBCOMP at QoS 2.
-	// It is also called, with offset 0, for a delivery a shared group handed
-	// from memory (Delivery.Share set, no Offset): its window place coming
-	// back is when the group's backlog may drain.
-	Acked(c delivery.Client, offset uint64)
+	// ref is the delivery's, handed back unread.
+	Acked(c delivery.Client, ref delivery.Ref)
 }
 
 // ResumeHandler is implemented by a handler that keeps a session's

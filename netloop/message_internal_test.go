@@ -14,11 +14,11 @@ func TestADeliveryShedWhileTheLoopReadsItKeepsItsMessageUntilPopped(t *testing.T
 	q := outQueue{limit: 200}
 	first := delivery.AcquireMessage(&codec.Publish{Topic: []byte("a"), Payload: []byte("first")})
 	cs := new(Counters)
-	q.push(outEntry{msg: first, qos: 1}, cs)
+	q.push(outEntry{msg: first, Delivery: delivery.Delivery{QoS: 1}}, cs)
 	first.Release() // the route lets go: the queue's reference is the only one
 	batch := q.snapshot(make([]outEntry, 0, 8))
 	big := delivery.AcquireMessage(&codec.Publish{Topic: []byte("a"), Payload: make([]byte, 300)})
-	q.push(outEntry{msg: big, qos: 1}, cs) // sheds first
+	q.push(outEntry{msg: big, Delivery: delivery.Delivery{QoS: 1}}, cs) // sheds first
 	big.Release()
 	if n := cs.DeliveriesDroppedQueue.Load(); n != 1 {
 		t.Fatalf("%d shed, want the first delivery", n)

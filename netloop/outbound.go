@@ -14,18 +14,12 @@ const outEntryCost = 64
 // the connection's bounds: its message's bytes and the entry's fixed cost.
 func entrySize(m *delivery.Message) int { return m.Bytes() + outEntryCost }
 
-// outEntry is one delivery waiting to be written.
+// outEntry is one delivery waiting to be written: the delivery as the
+// handler gave it, whole, and its place in the queue.
 type outEntry struct {
-	msg    *delivery.Message
-	qos    byte
-	retain bool
-	subIDs []uint32 // Subscription Identifiers to carry
-	offset uint64   // the handler's number for an AckHandler report; 0 none
-	pid    uint16   // a resumed session's identifier to re-send under; 0 none
-	rel    bool     // only the PUBREL is owed
-	dup    bool     // may have been sent before
-	share  string   // the shared group that handed it over; "" none
-	seq    uint64   // position in the queue, so a drained batch pops exactly itself
+	msg *delivery.Message
+	delivery.Delivery
+	seq uint64 // position in the queue, so a drained batch pops exactly itself
 }
 
 // outQueue holds the deliveries a connection has not yet handed to its
@@ -76,14 +70,14 @@ func (q *outQueue) push(e outEntry, cs *Counters) bool {
 		return false
 	}
 	if q.bytes+size > q.limit && q.n > 0 {
-		if e.qos == 0 {
+		if e.QoS == 0 {
 			cs.DeliveriesDropped.Add(1)
 			return false
 		}
 		for q.n > 0 && q.bytes+size > q.limit {
 			old := q.popLocked()
 			q.bytes -= entrySize(old.msg)
-			if old.qos == 0 {
+			if old.QoS == 0 {
 				cs.DeliveriesDropped.Add(1)
 			} else {
 				cs.DeliveriesDroppedQueue.Add(1)

@@ -27,10 +27,10 @@ func TestQoS1DeliveryPastTheQueueBoundMakesRoomByDroppingTheOldestCountedAsSessi
 	q := outQueue{limit: 1000}
 	var cs Counters
 	first, second := msgOf(400), msgOf(400)
-	q.push(outEntry{msg: first, qos: 1}, &cs)
-	q.push(outEntry{msg: second, qos: 1}, &cs)
+	q.push(outEntry{msg: first, Delivery: delivery.Delivery{QoS: 1}}, &cs)
+	q.push(outEntry{msg: second, Delivery: delivery.Delivery{QoS: 1}}, &cs)
 	newest := msgOf(400)
-	if !q.push(outEntry{msg: newest, qos: 1}, &cs) {
+	if !q.push(outEntry{msg: newest, Delivery: delivery.Delivery{QoS: 1}}, &cs) {
 		t.Fatal("the QoS 1 delivery was refused")
 	}
 	if e, _ := q.peek(); e.msg != second {
@@ -87,10 +87,10 @@ func TestClosedQueueRefusesDeliveries(t *testing.T) {
 
 func TestPopThroughSkipsWhatAPushAlreadyShed(t *testing.T) {
 	q := outQueue{limit: 1000}
-	q.push(outEntry{msg: msgOf(400), qos: 1}, new(Counters))
-	q.push(outEntry{msg: msgOf(400), qos: 1}, new(Counters))
+	q.push(outEntry{msg: msgOf(400), Delivery: delivery.Delivery{QoS: 1}}, new(Counters))
+	q.push(outEntry{msg: msgOf(400), Delivery: delivery.Delivery{QoS: 1}}, new(Counters))
 	batch := q.snapshot(make([]outEntry, 0, 8))
-	q.push(outEntry{msg: msgOf(400), qos: 1}, new(Counters)) // sheds the oldest while the batch is out
+	q.push(outEntry{msg: msgOf(400), Delivery: delivery.Delivery{QoS: 1}}, new(Counters)) // sheds the oldest while the batch is out
 	q.popThrough(batch[1].seq, batch)
 	if q.n != 1 {
 		t.Fatalf("%d left, want only the delivery pushed after the batch", q.n)

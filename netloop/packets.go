@@ -177,30 +177,30 @@ func (c *Conn) onAck(a *codec.Ack, sc *scratch) {
 	case codec.TypePuback:
 		// Only a QoS 1 delivery ends on PUBACK; any other identifier is the
 		// client's mistake and changes nothing.
-		if ok && f.qos == 1 {
+		if ok && f.QoS == 1 {
 			c.settle(a.PacketID, f)
 		}
 	case codec.TypePubrec:
 		switch {
-		case !ok || f.qos != 2:
+		case !ok || f.QoS != 2:
 			if c.Version() == codec.Version5 {
 				c.appendAck(sc, codec.TypePubrel, a.PacketID, codec.PacketIdentifierNotFound)
 			}
 		case a.ReasonCode.IsError():
 			c.settle(a.PacketID, f) // the client refused the message: the exchange ends
 		default:
-			if h, numbered := c.srv.opts.Handler.(AckHandler); numbered && f.offset != 0 {
+			if h, numbered := c.srv.opts.Handler.(AckHandler); numbered && f.Ref != (delivery.Ref{}) {
 				if c.waits(delivery.CallReceived, 0, false) {
-					c.goWait(&pendingCall{kind: delivery.CallReceived, offset: f.offset, packetID: a.PacketID})
+					c.goWait(&pendingCall{kind: delivery.CallReceived, ref: f.Ref, packetID: a.PacketID})
 					return
 				}
-				c.receivedAnswered(sc, a.PacketID, h.Received(c, f.offset, a.PacketID))
+				c.receivedAnswered(sc, a.PacketID, h.Received(c, f.Ref, a.PacketID))
 				return
 			}
 			c.receivedAnswered(sc, a.PacketID, true)
 		}
 	case codec.TypePubcomp:
-		if ok && f.qos == 2 && f.released {
+		if ok && f.QoS == 2 && f.Released {
 			c.settle(a.PacketID, f)
 		}
 	case codec.TypePubrel:
@@ -234,8 +234,8 @@ func (c *Conn) receivedAnswered(sc *scratch, packetID uint16, ok bool) {
 		c.end(codec.UnspecifiedError, true, false)
 		return
 	}
-	if f, ok := c.inflight[packetID]; ok && f.qos == 2 {
-		f.released = true
+	if f, ok := c.inflight[packetID]; ok && f.QoS == 2 {
+		f.Released = true
 		c.inflight[packetID] = f
 	}
 	c.appendAck(sc, codec.TypePubrel, packetID, codec.Success)
@@ -264,17 +264,15 @@ func (c *Conn) settle(id uint16, f inflight) {
 	c.reportAcked(f)
 }
 
-// reportAcked tells a handler that numbered the delivery that its exchange
-// ended (PUBACK, PUBCOMP, or a PUBREC refusing it) - and one a shared group
-// handed from memory, with offset 0: the window place it gives back may let
-// the group's backlog drain (RFC 0002 "Shared subscriptions"). A client in
-// no group pays this one test.
+// reportAcked hands the delivery's Ref back to the handler when its exchange
+// ended (PUBACK, PUBCOMP, or a PUBREC refusing it). The zero Ref asks for no
+// report, so a delivery nobody numbered pays this one test.
 func (c *Conn) reportAcked(f inflight) {
-	if f.offset == 0 && f.share == "" {
+	if f.Ref == (delivery.Ref{}) {
 		return
 	}
 	if h, ok := c.srv.opts.Handler.(AckHandler); ok {
-		h.Acked(c, f.offset)
+		h.Acked(c, f.Ref)
 	}
 }
 

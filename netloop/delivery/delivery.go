@@ -18,16 +18,38 @@ type SubscribeOptions struct {
 	SubscriptionID uint32
 }
 
-// Delivery is how one message is sent to one subscription.
+// Kind names the engine a delivery came from, so that its acknowledgement
+// finds the way back: broadcast (fan-out, the broadcast log, shared groups)
+// or one of the channel engines.
+type Kind uint8
+
+const (
+	KindNone      Kind = iota // the zero Ref: nothing to report
+	KindBroadcast             // N: the broadcast log's offset (0: from memory); Name: the shared group, "" none
+	KindAppend                // N: the record's offset; Name: the channel; Attempt: the seek era
+	KindLatest                // N: the record's offset; Name: the channel; Attempt: the seek era
+	KindQueue                 // N: the job's number; Name: the channel; Attempt: the delivery attempt
+)
+
+// Ref is the engine's own name for one delivery. netloop stores it with the
+// delivery and hands it back unread on the client's PUBACK, PUBREC and
+// PUBCOMP (Handler.Received, Handler.Acked); it never interprets it. The
+// zero Ref asks for no report. It is comparable and holds no pointer but
+// Name, so a connection's window keeps it without the garbage collector
+// looking twice.
+type Ref struct {
+	Kind    Kind
+	Attempt uint32
+	N       uint64
+	Name    string
+}
+
+// Delivery is how one message is sent to one subscription. Its fields are
+// ordered so that nothing is padded: every queued and in-flight delivery of
+// every connection holds one.
 type Delivery struct {
 	QoS    byte // already the lower of the publish's and the subscription's
 	Retain bool // the RETAIN flag on the outgoing PUBLISH
-	// SubscriptionIDs are the identifiers of every subscription this one
-	// copy answers for (overlapping filters get one copy carrying them all).
-	SubscriptionIDs []uint32
-	// Offset numbers the delivery for the handler's AckHandler (a broadcast
-	// log offset); 0 asks for no report.
-	Offset uint64
 	// PacketID is the identifier the handler chose for the delivery - a
 	// resumed session's re-send under the one it was first sent with
 	// (MQTT-4.4.0-1); 0 takes a new one. One held by a delivery still in
@@ -38,10 +60,14 @@ type Delivery struct {
 	// Released: the client's PUBREC for this QoS 2 delivery was received, so
 	// only its PUBREL is sent again, never the message.
 	Released bool
-	// Share names the shared group that handed the client this delivery, ""
-	// for none: what a connection leaves unfinished is the group's to place
-	// again (ResumeHandler).
-	Share string
+	// SubscriptionIDs are the identifiers of every subscription this one
+	// copy answers for (overlapping filters get one copy carrying them all).
+	SubscriptionIDs []uint32
+	// Ref is the engine's name for the delivery, reported back when the
+	// client has it (Received) and when its exchange ends (Acked); the zero
+	// Ref asks for no report. What a connection leaves unfinished carries
+	// it back too (Handler.Unfinished).
+	Ref Ref
 }
 
 // Client is a connection as the broker holds it. Its methods are safe from any

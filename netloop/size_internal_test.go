@@ -1,0 +1,19 @@
+package netloop
+
+import (
+	"testing"
+	"unsafe"
+)
+
+// Every connection holds a ring of queue entries and a window of in-flight
+// slots, each embedding a whole delivery.Delivery: embedding it (its Ref in
+// place of the offset and group it replaced) must not grow either, or 10,000
+// connections pay for it.
+func TestAQueueEntryAndAnInFlightSlotKeepTheirSize(t *testing.T) {
+	if n := unsafe.Sizeof(outEntry{}); n > 80 {
+		t.Fatalf("a queue entry is %d bytes, was 80", n)
+	}
+	if n := unsafe.Sizeof(inflight{}); n > 88 {
+		t.Fatalf("an in-flight slot is %d bytes, was 88", n)
+	}
+}
