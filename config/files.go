@@ -9,8 +9,9 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strconv"
 	"strings"
+
+	"github.com/saguin-edge/saguin/broker/auth"
 )
 
 // maxNamedFileBytes bounds a file the configuration names before it is read
@@ -272,20 +273,11 @@ func ReadPasswordFile(path string, operations bool) (*PasswordFile, []Finding) {
 	return pf, out
 }
 
+// checkHash decodes a hash the way the broker will verify it, so a file
+// --check-config passes is one the broker can use.
 func checkHash(h string) error {
-	parts := strings.Split(h, "$")
-	switch {
-	case strings.HasPrefix(h, "$argon2"):
-		return fmt.Errorf("its hash is argon2id, which Sagüin does not read; a migration from a file it cannot read must not look like a fleet that has forgotten its passwords - set the password again with saguin --passwd add, which writes $7$")
-	case strings.HasPrefix(h, "$6$") && len(parts) == 4 && parts[2] != "" && parts[3] != "":
-		return nil
-	case strings.HasPrefix(h, "$7$") && len(parts) == 5 && parts[3] != "" && parts[4] != "":
-		if n, err := strconv.Atoi(parts[2]); err != nil || n < 1 {
-			return fmt.Errorf("its $7$ hash names no iteration count")
-		}
-		return nil
-	}
-	return fmt.Errorf("its hash is not one Sagüin reads: Mosquitto's $6$ (SHA512) and $7$ (PBKDF2-SHA512) are")
+	_, err := auth.ParseHash(h)
+	return err
 }
 
 // servedRoute reports whether a scope names a route the operations listener

@@ -17,7 +17,7 @@ func passwdFile(t *testing.T, content string) string {
 }
 
 func TestPasswordFileAcceptsMosquittoHashes(t *testing.T) {
-	pf, f := ReadPasswordFile(passwdFile(t, passwdLine+"old:$6$c2FsdA==$aGFzaA==\n\n# a comment\n"), false)
+	pf, f := ReadPasswordFile(passwdFile(t, passwdLine+"old:$6$8K5rmLkazON0wx5U$WLCPviYw71YYESV0bPvY7gekjwCGUGYFPix6I5kFsCYsKnktaCLZDyhlfFf6HghnT8iLHTIpPDG72XN2Viq31g==\n\n# a comment\n"), false)
 	if len(f) != 0 || len(pf.Entries) != 2 || pf.Entries[1].User != "old" || pf.Entries[1].Line != 2 {
 		t.Errorf("%+v %v", pf, f)
 	}

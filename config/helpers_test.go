@@ -153,5 +153,7 @@ func certPair(t *testing.T, dir, name string) (cert, key string) {
 	return cert, key
 }
 
-// A $7$ line as mosquitto_passwd writes one (the hash need not verify here).
-const passwdLine = "device-7:$7$1000$c2FsdHNhbHRzYWx0$aGFzaGhhc2hoYXNoaGFzaGhhc2g=\n"
+// A $7$ line as mosquitto_passwd writes one (mosquitto_passwd -H sha512-pbkdf2
+// -I 1000; the password is pw3). A hash is decoded at load, so it must be
+// well-formed; it need not verify here.
+const passwdLine = "device-7:$7$1000$WTkjeWj4vkFekFiH$y0XtoOXRdS1MmgEN5cwGiZ+LOKCFlxL9anNZuGNeQhOZGf+pCtSwN4zS7/8TeD98mJTY1whP9iXZ1FDJYgtGLg==\n"
