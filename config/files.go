@@ -252,7 +252,7 @@ func ReadPasswordFile(path string, operations bool) (*PasswordFile, []Finding) {
 				continue
 			}
 			for _, s := range strings.Split(fields[2], ",") {
-				if !servedRoute(s) {
+				if !ServedRoute(s) {
 					bad(line, "user %q is scoped to %q, which names no route the operations listener serves (%s): such a scope denies that user everything while reading as though it granted something",
 						user, s, strings.Join(OperationsRoutes, ", "))
 					continue
@@ -280,9 +280,9 @@ func checkHash(h string) error {
 	return err
 }
 
-// servedRoute reports whether a scope names a route the operations listener
+// ServedRoute reports whether a scope names a route the operations listener
 // serves, or a prefix of one at a segment boundary (/v1/operations).
-func servedRoute(s string) bool {
+func ServedRoute(s string) bool {
 	if s == "" || s[0] != '/' {
 		return false
 	}
