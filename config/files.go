@@ -11,8 +11,42 @@ import (
 	"os"
 	"strings"
 
+	"github.com/saguin-edge/saguin/broker/acl"
 	"github.com/saguin-edge/saguin/broker/auth"
 )
+
+// ACLOptions is what the acl_file is compiled against: every channel,
+// derived dead-letter channels included, and limits.max_topic_levels.
+func (c *Config) ACLOptions() acl.Options {
+	o := acl.Options{MaxTopicLevels: c.Broker.Limits.MaxTopicLevels}
+	for _, list := range [][]Channel{c.Channels, c.DeadLetters} {
+		for _, ch := range list {
+			o.Channels = append(o.Channels, acl.Channel{Name: ch.Name, Type: ch.Type, Filter: ch.Filter, Filters: ch.Filters})
+		}
+	}
+	return o
+}
+
+// LoadACL reads and compiles broker.mqtt.acl_file; nil, nil when none is
+// named. A re-read on SIGUSR1 calls it again.
+func (c *Config) LoadACL() (*acl.ACL, error) {
+	if c.Broker.MQTT.ACLFile == "" {
+		return nil, nil
+	}
+	if _, err := readBounded(c.Broker.MQTT.ACLFile); err != nil {
+		return nil, err
+	}
+	return acl.Load(c.Broker.MQTT.ACLFile, c.ACLOptions())
+}
+
+// Users decodes the file's hashes for the broker to verify against.
+func (pf *PasswordFile) Users() (*auth.Users, error) {
+	entries := make([]auth.Entry, len(pf.Entries))
+	for i, e := range pf.Entries {
+		entries[i] = auth.Entry{User: e.User, Hash: e.Hash, Line: e.Line}
+	}
+	return auth.NewUsers(pf.Path, entries)
+}
 
 // maxNamedFileBytes bounds a file the configuration names before it is read
 // (invariant 13): a password file of a large fleet is a few megabytes.
@@ -98,8 +132,16 @@ func (c *Config) CheckFiles() []Finding {
 		}
 	}
 	if m.ACLFile != "" {
-		if _, err := readBounded(m.ACLFile); err != nil {
-			add("broker.mqtt.acl_file", " %v", err)
+		// Every refusal the file's contents earn is made here, so that
+		// --check-config and the start refuse the same file.
+		if _, err := c.LoadACL(); err != nil {
+			if es, ok := err.(acl.Errors); ok {
+				for _, e := range es {
+					out = append(out, Finding{Key: "broker.mqtt.acl_file", File: e.Path, Line: e.Line, Message: " " + e.Msg})
+				}
+			} else {
+				add("broker.mqtt.acl_file", " %v", err)
+			}
 		}
 	}
 	if ops := c.Broker.Operations; ops != nil {

@@ -59,12 +59,12 @@ func TestOperationsScopesMatchAtASegmentBoundary(t *testing.T) {
 		t.Errorf("%+v %v", pf, f)
 	}
 	for _, ok := range []string{"/v1/operations/config", "/v1/operations/queues/jobs", "/health"} {
-		if !servedRoute(ok) {
+		if !ServedRoute(ok) {
 			t.Errorf("%s refused", ok)
 		}
 	}
 	for _, bad := range []string{"/v1/op", "/metricsx", "metrics", ""} {
-		if servedRoute(bad) {
+		if ServedRoute(bad) {
 			t.Errorf("%s accepted", bad)
 		}
 	}
@@ -154,5 +154,25 @@ func TestANamedFileThatIsNotARegularFileIsRefused(t *testing.T) {
 	cfg := accepted(t, with("  mqtt:\n    password_file: /dev/null\n", ""))
 	if f := cfg.CheckFiles(); len(f) != 1 || !strings.Contains(f[0].String(), "not a regular file") {
 		t.Errorf("%v", f)
+	}
+}
+
+// TestCheckFilesMakesEveryACLRefusal: --check-config and the start read the
+// acl_file's contents, and each refusal names the acl_file and its line.
+func TestCheckFilesMakesEveryACLRefusal(t *testing.T) {
+	p := passwdFile(t, passwdLine)
+	aclPath := filepath.Join(t.TempDir(), "acl.yaml")
+	os.WriteFile(aclPath, []byte("roles:\n  r:\n    - channel: nope\n      allow: [read]\nclients:\n  a: [r]\n"), 0o600)
+	cfg := accepted(t, with("  mqtt:\n    password_file: "+p+"\n    acl_file: "+aclPath+"\n", ""))
+	f := cfg.CheckFiles()
+	if len(f) != 2 || f[0].File != aclPath || f[0].Line != 3 || !strings.Contains(f[0].String(), "not configured") || f[1].Line != 5 || !strings.Contains(f[1].String(), "users:") {
+		t.Errorf("%v", f)
+	}
+	os.WriteFile(aclPath, []byte("roles:\n  r:\n    - topic: \"#\"\n      allow: [read]\nusers:\n  \"*\": [r]\n"), 0o600)
+	if f := cfg.CheckFiles(); len(f) != 0 {
+		t.Errorf("a good acl_file: %v", f)
+	}
+	if a, err := cfg.LoadACL(); err != nil || len(a.Entries) != 1 {
+		t.Errorf("LoadACL %v %v", a, err)
 	}
 }

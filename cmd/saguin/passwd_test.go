@@ -63,15 +63,24 @@ func TestPasswdAddPromptsTwiceWithEchoOff(t *testing.T) {
 	t.Cleanup(func() { passwdInput = saved })
 
 	path := filepath.Join(t.TempDir(), "clients.passwd")
-	// Typed ahead: the line discipline holds the input until it is read,
-	// and with echo off nothing but the newlines comes back.
-	master.Write([]byte("tr0ub4dor\ntr0ub4dor\n"))
-	var errb bytes.Buffer
-	if code := dispatch([]string{"--passwd", "add", path, "device-7"}, &bytes.Buffer{}, &errb); code != 0 {
-		t.Fatalf("exit %d: %s", code, errb.String())
+	// The password is typed once each prompt is shown - echo is turned off
+	// before the first - and with echo off only the newlines come back.
+	prompts := &promptWriter{shown: make(chan string, 4)}
+	done := make(chan int)
+	go func() { done <- dispatch([]string{"--passwd", "add", path, "device-7"}, &bytes.Buffer{}, prompts) }()
+	for i := 0; i < 2; i++ {
+		select {
+		case p := <-prompts.shown:
+			if !strings.HasSuffix(p, "assword: ") {
+				t.Fatalf("prompt %q", p)
+			}
+		case code := <-done:
+			t.Fatalf("exit %d before prompt %d", code, i+1)
+		}
+		master.Write([]byte("tr0ub4dor\n"))
 	}
-	if got := errb.String(); strings.Count(got, "assword: ") != 2 {
-		t.Errorf("prompts %q, want two", got)
+	if code := <-done; code != 0 {
+		t.Fatalf("exit %d", code)
 	}
 	master.SetReadDeadline(time.Now().Add(2 * time.Second))
 	echo := make([]byte, 256)
@@ -90,6 +99,14 @@ func TestPasswdAddPromptsTwiceWithEchoOff(t *testing.T) {
 	if checkUsers(t, path).Check("device-7", []byte("tr0ub4dor")) != auth.OK {
 		t.Errorf("the prompted password does not verify")
 	}
+}
+
+// promptWriter is standard error, telling the test each prompt it shows.
+type promptWriter struct{ shown chan string }
+
+func (w *promptWriter) Write(p []byte) (int, error) {
+	w.shown <- string(p)
+	return len(p), nil
 }
 
 func TestPasswdAddRefusesTwoDifferentPasswords(t *testing.T) {
