@@ -12,7 +12,13 @@ import (
 	"github.com/saguin-edge/saguin/config"
 )
 
-func init() { registerMode("--acl", runACL) }
+func init() {
+	registerMode("--acl", modeDoc{
+		usage:   "--acl CONFIG [USER [CLIENT-ID]] [--json]",
+		summary: "explain what a user may do under the configuration's acl_file (a list of users on standard input without USER)",
+		flags:   []string{"--json"},
+	}, runACL)
+}
 
 // aclInput is where the list form reads: standard input, which tests replace.
 var aclInput io.Reader = os.Stdin

@@ -19,7 +19,12 @@ import (
 	"github.com/saguin-edge/saguin/config"
 )
 
-func init() { registerMode("--passwd", runPasswd) }
+func init() {
+	registerMode("--passwd", modeDoc{
+		usage:   "--passwd list|add|delete|scope FILE [USER [PASSWORD|ROUTES|all]]",
+		summary: "manage a password file in Mosquitto's format ($7$, 1000 iterations), consulting no configuration",
+	}, runPasswd)
+}
 
 // passwdInput is where a prompted password is read: the terminal on standard
 // input, which tests replace with a pty.
