@@ -2,6 +2,7 @@ package broker
 
 import (
 	"errors"
+	"math"
 	"sort"
 	"strings"
 	"sync"
@@ -540,55 +541,107 @@ func (l *backlog) hasRoom(s *session, size int64) bool {
 // in log order, while it has room: at a resume (after what its last
 // connection left unfinished) and as acknowledgements make room. What the log
 // no longer holds is not owed. Shard lock held.
+//
+// On a provider that commits to disk the read is made by pumpOff, on the
+// client id's queue of writes with no shard lock held, so neither the loop
+// that read the PUBACK nor any call of the shard waits for the disk; on a
+// memory provider it is made here, as a lock costs less than the hand-over.
 func (l *backlog) pump(s *session, c delivery.Client) {
-	o := &s.owed
-	now := l.b.now()
-	for {
-		j := o.firstUnsent()
-		if j < 0 || !l.hasRoom(s, o.entries[j].size) {
-			return
+	if l.b.opts.SessionsWaitOnDisk {
+		if !s.pumping && l.mayPump(s) {
+			s.pumping = true
+			l.b.later.add(s.id, func() { l.pumpOff(s) })
 		}
-		got, err := l.log.ReadFrom(o.entries[j].offset, 256, nil)
+		return
+	}
+	for l.mayPump(s) {
+		from := s.owed.entries[s.owed.firstUnsent()].offset
+		got, err := l.log.ReadFrom(from, pumpRead, nil)
 		if err != nil {
 			l.b.storageFailed("reading the broadcast log", s.id, err)
 			return
 		}
-		if len(got) == 0 {
-			for j < len(o.entries) {
-				if o.entries[j].sent {
-					j++
-				} else {
-					l.drop(s, j)
-				}
-			}
+		// Under the lock throughout: every entry owed was written before
+		// the read, so one it did not find is released.
+		l.handOver(s, c, from, math.MaxUint64, got)
+	}
+}
+
+// pumpRead is how many log messages one pump read fetches.
+const pumpRead = 256
+
+// mayPump reports whether s has an entry not handed over that its
+// connection has room for. Shard lock held.
+func (l *backlog) mayPump(s *session) bool {
+	j := s.owed.firstUnsent()
+	return j >= 0 && l.hasRoom(s, s.owed.entries[j].size)
+}
+
+// pumpOff is pump on a provider that commits to disk: the shard lock is let
+// go across each read of the log, and what was read is handed to whichever
+// connection holds the session once it is taken again. One runs per session
+// at a time (session.pumping); an acknowledgement arriving meanwhile finds
+// its room used by the next round.
+func (l *backlog) pumpOff(s *session) {
+	sh := l.b.shard(s.id)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	defer func() { s.pumping = false }()
+	for !s.ended && s.client.Load() != nil && l.mayPump(s) {
+		from, next := s.owed.entries[s.owed.firstUnsent()].offset, l.log.Next()
+		sh.mu.Unlock()
+		got, err := l.log.ReadFrom(from, pumpRead, nil)
+		sh.mu.Lock()
+		if err != nil {
+			l.b.storageFailed("reading the broadcast log", s.id, err)
 			return
 		}
-		last := got[len(got)-1].Offset
-		k := 0
-		for j < len(o.entries) && o.entries[j].offset <= last {
-			if o.entries[j].sent {
-				j++
-				continue
-			}
-			for k < len(got) && got[k].Offset < o.entries[j].offset {
-				k++
-			}
-			if k == len(got) || got[k].Offset != o.entries[j].offset {
-				l.drop(s, j) // released meanwhile: nothing to send
-				continue
-			}
-			if !l.hasRoom(s, o.entries[j].size) {
-				return
-			}
-			if o.entries[j].share != "" {
-				if !l.b.sendShared(s, c, o.entries[j].share, &got[k], j) {
-					continue
-				}
-			} else if !l.sendOne(s, c, &got[k], messageOf(&got[k].Record, now), j) {
-				continue // dropped: j is now the next entry
-			}
-			j++
+		if ref := s.client.Load(); ref != nil && !s.ended {
+			l.handOver(s, ref.c, from, next, got)
 		}
+	}
+}
+
+// handOver sends s's connection c the entries not handed over that got - a
+// read of the log from offset from, made when the log's next offset was next
+// - holds, in log order, while it has room. An entry of [from, next) the read
+// did not find was released meanwhile: nothing is owed. An entry below from
+// (handed back meanwhile) or that the read could not reach waits for the
+// next read. Shard lock held; it may have been let go across the read.
+func (l *backlog) handOver(s *session, c delivery.Client, from, next uint64, got []store.BroadcastEntry) {
+	o := &s.owed
+	now := l.b.now()
+	// What the read covered: everything below next when it came back short,
+	// else up to its last message.
+	last := next - 1
+	if len(got) == pumpRead {
+		last = got[len(got)-1].Offset
+	}
+	j := sort.Search(len(o.entries), func(i int) bool { return o.entries[i].offset >= from })
+	k := 0
+	for j < len(o.entries) && o.entries[j].offset <= last {
+		if o.entries[j].sent {
+			j++
+			continue
+		}
+		for k < len(got) && got[k].Offset < o.entries[j].offset {
+			k++
+		}
+		if k == len(got) || got[k].Offset != o.entries[j].offset {
+			l.drop(s, j) // released meanwhile: nothing to send
+			continue
+		}
+		if !l.hasRoom(s, o.entries[j].size) {
+			return
+		}
+		if o.entries[j].share != "" {
+			if !l.b.sendShared(s, c, o.entries[j].share, &got[k], j) {
+				continue
+			}
+		} else if !l.sendOne(s, c, &got[k], messageOf(&got[k].Record, now), j) {
+			continue // dropped: j is now the next entry
+		}
+		j++
 	}
 }
 

@@ -162,6 +162,9 @@ type session struct {
 	// ended is set once the session ended: late acknowledgements and
 	// timers find it and do nothing.
 	ended bool
+	// pumping: a read of the log for its connection is queued or being
+	// made with the shard lock let go (backlog.pumpOff).
+	pumping bool
 	// group is set on the stand-in session a shared group keeps in the index
 	// (share.go); nil on every client's session.
 	group *shareGroup

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"log/slog"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -66,6 +67,11 @@ type slowLog struct {
 func (l slowLog) Hold(h store.Held) error {
 	l.g.gate("Hold")
 	return l.BroadcastLog.Hold(h)
+}
+
+func (l slowLog) ReadFrom(from uint64, max int, dst []store.BroadcastEntry) ([]store.BroadcastEntry, error) {
+	l.g.gate("ReadFrom")
+	return l.BroadcastLog.ReadFrom(from, max, dst)
 }
 
 // release lets the gated write through, once.
@@ -356,4 +362,33 @@ func TestAFilterBeingStoredNeverHoldsAnotherClientOfItsShard(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A PUBACK that makes room for the session's next delivery from the log
+// returns before that delivery's read, and the read holds no call of the
+// shard - the subscriber's own included - while it waits on the disk.
+func TestAnAcknowledgementNeverWaitsForTheLogReadItMakesRoomFor(t *testing.T) {
+	// One 1,500-byte message fills half of session_queue_bytes: the second
+	// waits in the log until the first is acknowledged.
+	b, g := sqliteBroker(t, Options{SessionQueueBytes: 4 << 10})
+	one, two := shardmates(b)
+	sub, other := &ackClient{id: one}, &ackClient{id: two}
+	connectAs(t, b, sub, true, 60, nil)
+	b.Subscribe(sub, []byte("t"), delivery.SubscribeOptions{QoS: 1})
+	connectAs(t, b, other, true, 60, nil)
+	first, second := "1"+strings.Repeat("x", 1500), "2"+strings.Repeat("x", 1500)
+	publish(b, "p", "t", first, 1, false)
+	publish(b, "p", "t", second, 1, false)
+	sub.waitPayloads(t, first)
+	sub.mu.Lock()
+	offset := sub.offsets[0]
+	sub.mu.Unlock()
+	g.armed.Store("ReadFrom")
+	returnsWhileGated(t, "the PUBACK's Acked", func() { b.Acked(sub, offset) })
+	within(t, "the log's read of the next delivery starting", g.entered)
+	returnsWhileGated(t, "the subscriber's own Holds", func() { b.Holds(sub, 1) })
+	returnsWhileGated(t, "another client's Acked", func() { b.Acked(other, 1) })
+	returnsWhileGated(t, "another client's disconnect", func() { b.Disconnected(other, 60, true) })
+	g.release()
+	sub.waitPayloads(t, first, second)
 }

@@ -11,9 +11,12 @@ import (
 // outlive their connection, kept in the records table under the reserved
 // channel $saguin/broadcast: written once however many sessions are owed a
 // message, released from anywhere once nobody owes it, so it may have gaps;
-// its floor is the lowest offset still held and no offset is reused. Its
-// reads stay on the write connection: they decide what its deliveries
-// acknowledge and remove.
+// its floor is the lowest offset still held and no offset is reused. A
+// window's read (ReadFrom) runs on a read connection: an acknowledgement that
+// makes room for the next delivery must not wait behind a group commit and
+// its fsync. It sees every append whose caller was answered (each read is a
+// fresh transaction after that commit); one it finds released meanwhile was
+// owed by nobody.
 type broadcastLog struct {
 	*channel
 	positions
@@ -53,7 +56,8 @@ func (l *broadcastLog) Append(e store.BroadcastEntry) (store.BroadcastEntry, err
 	return e, nil
 }
 
-// ReadFrom implements store.BroadcastLog, on the write connection.
+// ReadFrom implements store.BroadcastLog, on a read connection (the write
+// connection with read_connections: 0).
 func (l *broadcastLog) ReadFrom(from uint64, max int, dst []store.BroadcastEntry) ([]store.BroadcastEntry, error) {
 	out := dst[:0]
 	if max <= 0 {
@@ -61,7 +65,7 @@ func (l *broadcastLog) ReadFrom(from uint64, max int, dst []store.BroadcastEntry
 	}
 	var recs []store.Record
 	var extras []broadcastExtra
-	err := l.p.w.read(func(c *conn) error {
+	err := l.p.readConn(func(c *conn) error {
 		var err error
 		recs, err = scanRecords(c.readRecords, nil, &extras, l.id, int64(from), int64(max))
 		return err

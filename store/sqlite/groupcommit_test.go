@@ -305,3 +305,36 @@ func TestAwaitedClientsQueuedWritesArePromotedAheadOfOtherDepartures(t *testing.
 		t.Fatalf("order %q, want %q: a reconnecting client waits only behind its own id's writes", order, want)
 	}
 }
+
+// The broadcast log's window is read on a read connection: a session's next
+// delivery never waits for the writer, here held inside another operation.
+func TestTheBroadcastLogIsReadWhileTheWriterIsBusy(t *testing.T) {
+	p := mustOpen(t, testOptions(t))
+	ss, err := p.Sessions()
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := ss.Log()
+	e, err := log.Append(store.BroadcastEntry{Record: record(1, 16)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	release := stall(t, p)
+	defer release()
+	got := make(chan []store.BroadcastEntry, 1)
+	go func() {
+		r, err := log.ReadFrom(e.Offset, 8, nil)
+		if err != nil {
+			t.Error(err)
+		}
+		got <- r
+	}()
+	select {
+	case r := <-got:
+		if len(r) != 1 || r[0].Offset != e.Offset || string(r[0].Payload) != string(e.Payload) {
+			t.Fatalf("read %+v, want the one appended at %d", r, e.Offset)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the broadcast log's read waited for the busy writer")
+	}
+}
