@@ -70,6 +70,29 @@ type owedEntry struct {
 	// gave back, stored as such (Sessions.Returned) until a member is
 	// handed it (TakeReturned).
 	returned bool
+	// live is the message as it was published, kept while the entry waits
+	// for room on the connection that was connected when it was written, on
+	// a provider that commits to disk: the acknowledgement that makes the
+	// room hands it over from memory instead of reading the log (pump).
+	// Bounded by limits.session_queue_bytes like the list; nil otherwise.
+	live *liveMessage
+}
+
+// liveMessage is one published log message shared by the entries of every
+// connected session waiting for room to be handed it: the message (one
+// reference per entry holding it) and what deliveryFor reads of its record.
+type liveMessage struct {
+	m   *delivery.Message
+	rec store.Record // Topic, ClientID, QoS and Retain: no payload
+}
+
+// letGo gives back the entry's reference to its live message, if it holds
+// one: it was handed over, left the list, or its connection went.
+func (e *owedEntry) letGo() {
+	if e.live != nil {
+		e.live.m.Release()
+		e.live = nil
+	}
 }
 
 // markSent records that entry j was handed to the connection.
@@ -276,6 +299,7 @@ func (l *backlog) forget(s *session, gone map[uint64]bool) uint64 {
 	var n uint64
 	for _, e := range o.entries {
 		if gone[e.offset] {
+			e.letGo()
 			o.bytes -= e.size
 			s.forgetWindow(e)
 			n++
@@ -402,6 +426,7 @@ func (l *backlog) owedBy(e *store.BroadcastEntry, size int64, set *awaySet, m *d
 	l.mu.Lock()
 	l.refs[e.Offset] = len(set.sessions)
 	l.mu.Unlock()
+	var live *liveMessage // made for the first connected session that waits for room
 	for _, s := range set.sessions {
 		if s.group != nil {
 			// A shared group's backlog: kept under the groups' lock.
@@ -425,11 +450,19 @@ func (l *backlog) owedBy(e *store.BroadcastEntry, size int64, set *awaySet, m *d
 			l.unown(e.Offset)
 		} else {
 			j := l.owe(s, e.Offset, size)
-			if ref := s.client.Load(); ref != nil && j >= 0 && j == s.owed.firstUnsent() && l.hasRoom(s, size) {
+			if ref := s.client.Load(); ref != nil && j >= 0 {
 				if m == nil {
 					m = messageOf(&e.Record, l.b.now())
 				}
-				l.sendOne(s, ref.c, e, m, j)
+				if j == s.owed.firstUnsent() && l.hasRoom(s, size) {
+					l.sendOne(s, ref.c, e, m, j)
+				} else if m != nil && l.b.opts.SessionsWaitOnDisk {
+					if live == nil {
+						live = &liveMessage{m: m, rec: store.Record{Topic: e.Topic, ClientID: e.ClientID, QoS: e.QoS, Retain: e.Retain}}
+					}
+					m.Retain()
+					s.owed.entries[j].live = live
+				}
 			}
 		}
 		sh.mu.Unlock()
@@ -482,6 +515,7 @@ func (o *owedList) find(offset uint64) int {
 // drop removes entry i of s's list, releasing its offset. Shard lock held.
 func (l *backlog) drop(s *session, i int) {
 	o := &s.owed
+	o.entries[i].letGo()
 	e := o.entries[i]
 	o.entries = append(o.entries[:i], o.entries[i+1:]...)
 	o.bytes -= e.size
@@ -548,6 +582,7 @@ func (l *backlog) hasRoom(s *session, size int64) bool {
 // memory provider it is made here, as a lock costs less than the hand-over.
 func (l *backlog) pump(s *session, c delivery.Client) {
 	if l.b.opts.SessionsWaitOnDisk {
+		l.handLive(s, c)
 		if !s.pumping && l.mayPump(s) {
 			s.pumping = true
 			l.b.later.add(s.id, func() { l.pumpOff(s) })
@@ -564,6 +599,27 @@ func (l *backlog) pump(s *session, c delivery.Client) {
 		// Under the lock throughout: every entry owed was written before
 		// the read, so one it did not find is released.
 		l.handOver(s, c, from, math.MaxUint64, got)
+	}
+}
+
+// handLive hands c, in log order while it has room, the entries waiting
+// with their message in memory (owedEntry.live): what a connected session
+// waits for needs no read of the log. It stops at the first entry that has
+// none, which is the log's to serve. Shard lock held.
+func (l *backlog) handLive(s *session, c delivery.Client) {
+	for l.mayPump(s) {
+		j := s.owed.firstUnsent()
+		live := s.owed.entries[j].live
+		if live == nil {
+			return
+		}
+		e := store.BroadcastEntry{Record: live.rec}
+		e.Offset = s.owed.entries[j].offset
+		m := live.m
+		if m.Expired(l.b.now()) {
+			m = nil // counted and dropped by sendOne, as one read back expired
+		}
+		l.sendOne(s, c, &e, m, j)
 	}
 }
 
@@ -588,6 +644,10 @@ func (l *backlog) pumpOff(s *session) {
 	defer sh.mu.Unlock()
 	defer func() { s.pumping = false }()
 	for !s.ended && s.client.Load() != nil && l.mayPump(s) {
+		if ref := s.client.Load(); s.owed.entries[s.owed.firstUnsent()].live != nil {
+			l.handLive(s, ref.c)
+			continue
+		}
 		from, next := s.owed.entries[s.owed.firstUnsent()].offset, l.log.Next()
 		sh.mu.Unlock()
 		got, err := l.log.ReadFrom(from, pumpRead, nil)
@@ -669,7 +729,8 @@ func (l *backlog) sendOne(s *session, c delivery.Client, e *store.BroadcastEntry
 		d.QoS, d.PacketID, d.Released = 2, o.pid, true
 	}
 	s.owed.markSent(j)
-	c.Deliver(m, d)
+	c.Deliver(m, d)           // takes its own reference,
+	s.owed.entries[j].letGo() // so the entry's may go after
 	return true
 }
 
@@ -791,6 +852,7 @@ func (l *backlog) detach(s *session) (done []store.InFlightKey, cursor uint64) {
 	// The connection's window is gone with it: what it held comes back
 	// through the session's carry, the rest is sent again from the log.
 	for i := range s.owed.entries {
+		s.owed.entries[i].letGo() // an away session's wait is served from the log
 		if s.owed.entries[i].sent {
 			s.owed.entries[i].sent, s.owed.entries[i].maybeSent = false, true
 		}
@@ -807,6 +869,7 @@ func (l *backlog) detach(s *session) (done []store.InFlightKey, cursor uint64) {
 // end forgets what an ending session was owed. Shard lock held.
 func (l *backlog) end(s *session) {
 	for _, e := range s.owed.entries {
+		e.letGo()
 		l.unown(e.offset)
 	}
 	s.owed = owedList{}

@@ -364,21 +364,28 @@ func TestAFilterBeingStoredNeverHoldsAnotherClientOfItsShard(t *testing.T) {
 	}
 }
 
-// A PUBACK that makes room for the session's next delivery from the log
+// A PUBACK that makes room for an away session's next delivery from the log
 // returns before that delivery's read, and the read holds no call of the
 // shard - the subscriber's own included - while it waits on the disk.
 func TestAnAcknowledgementNeverWaitsForTheLogReadItMakesRoomFor(t *testing.T) {
-	// One 1,500-byte message fills half of session_queue_bytes: the second
-	// waits in the log until the first is acknowledged.
+	// One 1,500-byte message fills half of session_queue_bytes: the next
+	// waits in the log until the one before is acknowledged.
 	b, g := sqliteBroker(t, Options{SessionQueueBytes: 4 << 10})
 	one, two := shardmates(b)
 	sub, other := &ackClient{id: one}, &ackClient{id: two}
 	connectAs(t, b, sub, true, 60, nil)
 	b.Subscribe(sub, []byte("t"), delivery.SubscribeOptions{QoS: 1})
+	b.Disconnected(sub, 60, true)
 	connectAs(t, b, other, true, 60, nil)
 	first, second := "1"+strings.Repeat("x", 1500), "2"+strings.Repeat("x", 1500)
 	publish(b, "p", "t", first, 1, false)
 	publish(b, "p", "t", second, 1, false)
+	// Published while it was away: the resumed connection is served from
+	// the log.
+	sub = &ackClient{id: one}
+	if present, _, _ := connectAs(t, b, sub, false, 60, nil); !present {
+		t.Fatal("the session was not resumed")
+	}
 	sub.waitPayloads(t, first)
 	sub.mu.Lock()
 	offset := sub.offsets[0]
@@ -391,4 +398,27 @@ func TestAnAcknowledgementNeverWaitsForTheLogReadItMakesRoomFor(t *testing.T) {
 	returnsWhileGated(t, "another client's disconnect", func() { b.Disconnected(other, 60, true) })
 	g.release()
 	sub.waitPayloads(t, first, second)
+}
+
+// What a connected session waits for - a message published while its window
+// was full - is handed over from memory by the PUBACK that makes room: the
+// log is not read at all.
+func TestWhatAConnectedSessionWaitsForIsHandedOverFromMemory(t *testing.T) {
+	b, g := sqliteBroker(t, Options{SessionQueueBytes: 4 << 10})
+	sub := &ackClient{id: "sub"}
+	connectAs(t, b, sub, true, 60, nil)
+	b.Subscribe(sub, []byte("t"), delivery.SubscribeOptions{QoS: 1})
+	first, second := "1"+strings.Repeat("x", 1500), "2"+strings.Repeat("x", 1500)
+	publish(b, "p", "t", first, 1, false)
+	publish(b, "p", "t", second, 1, false)
+	sub.waitPayloads(t, first)
+	sub.mu.Lock()
+	offset := sub.offsets[0]
+	sub.mu.Unlock()
+	g.armed.Store("ReadFrom")
+	returnsWhileGated(t, "the PUBACK's Acked", func() { b.Acked(sub, offset) })
+	sub.waitPayloads(t, first, second)
+	if g.armed.Load() != "ReadFrom" {
+		t.Fatal("the next delivery was read from the log")
+	}
 }
