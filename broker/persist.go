@@ -23,32 +23,111 @@ import (
 //   - every message in the broadcast log is owed again to each kept session
 //     whose cursor is at or below it and whose filters matched it when it was
 //     published; a message owed to nobody is released.
+//
+// It runs in phases, each a pass over one thing the store holds, so that a
+// start costs in proportion to the sessions plus the log plus what the log
+// owes - never the sessions times the log: a log message finds the sessions
+// its topic reaches through the subscription index the first phases filled,
+// as a publish does.
 func (b *Broker) Restore() error {
+	r := &restoring{now: b.now()}
+	if err := b.restoreRecords(r); err != nil {
+		return err
+	}
+	b.restoreIndex(r)
+	if err := b.restoreHolds(); err != nil {
+		return err
+	}
+	groups, err := b.restoreBacklogs()
+	if err != nil {
+		return fmt.Errorf("reading the shared groups' cursors: %w", err)
+	}
+	if err := b.restoreWindows(r); err != nil {
+		return err
+	}
+	givenBack, err := b.expiredGiveBack(r.expired)
+	if err != nil {
+		return err
+	}
+	// Owed messages, before any Will is published into the log.
+	returnedBy, err := b.restoreLog(r, groups, givenBack)
+	if err != nil {
+		return err
+	}
+	b.restoreEnds(r)
+	if err := b.restoreExpired(r, returnedBy); err != nil {
+		return err
+	}
+	b.restoreWills(r)
+	b.counters.SessionsRestored.Add(uint64(len(r.kept)))
+	if r.stored > 0 {
+		b.log.Info("sessions restored", "kept", len(r.kept), "ended", r.stored-len(r.kept), "expired", len(r.expired),
+			"wills_published", len(r.due), "broadcast_log_messages", b.bcast.log.Len())
+	}
+	return nil
+}
+
+// restoring is what Restore's phases hand one another.
+type restoring struct {
+	now    time.Time
+	stored int // session records read
+	kept   []kept
+	// keptAt finds a kept session's place in kept, for the log's matches.
+	keptAt map[*session]int
+	byID   map[string]int
+	// due are the kept sessions whose Will falls due at this start, with
+	// the Will as stored (the session's own is taken off it meanwhile).
+	due []dueWill
+	// expired are the sessions that expired while the broker was down.
+	expired []*session
+	// windows are the kept sessions' stored windows; handed what shared
+	// groups handed them, by offset.
+	windows map[*session][]store.InFlight
+	handed  map[uint64][]handedTo
+}
+
+// kept is a session restored, with what its record said.
+type kept struct {
+	s      *session
+	cursor uint64
+	// leftAt is when its client left as stored: zero for one connected
+	// when the broker stopped.
+	leftAt time.Time
+}
+
+type dueWill struct {
+	s    *session
+	will *store.Will
+}
+
+// handedTo is a delivery a shared group handed a kept session, as its
+// stored window says.
+type handedTo struct {
+	s     *session
+	group string
+}
+
+// restoreRecords reads every session record: the ones that ended with
+// their connection are ended now, the expired set aside, the rest kept with
+// their cursors.
+func (b *Broker) restoreRecords(r *restoring) error {
 	stored, err := b.sessions.All()
 	if err != nil {
 		return fmt.Errorf("reading the session store: %w", err)
 	}
-	now := b.now()
-	type kept struct {
-		s      *session
-		cursor uint64
-		// leftAt is when its client left as stored: zero for one connected
-		// when the broker stopped.
-		leftAt time.Time
-	}
-	var restored []kept
-	var due []*session     // kept sessions whose Will falls due at this start
-	var expired []*session // sessions that expired while the broker was down
+	r.stored = len(stored)
+	r.keptAt = make(map[*session]int, len(stored))
+	r.byID = make(map[string]int, len(stored))
 	for i := range stored {
-		r := &stored[i]
-		s := &session{id: r.ClientID, filters: make(map[string]subscription, len(r.Subscriptions)),
-			expiry: r.Expiry, awaySince: r.DisconnectedAt, receiveMax: r.ReceiveMaximum, will: r.Will}
+		rec := &stored[i]
+		s := &session{id: rec.ClientID, filters: make(map[string]subscription, len(rec.Subscriptions)),
+			expiry: rec.Expiry, awaySince: rec.DisconnectedAt, receiveMax: rec.ReceiveMaximum, will: rec.Will}
 		if max := b.opts.MaxSessionExpiry; max > 0 && s.expiry > max {
 			s.expiry = max // the cap as it stands now (RFC 0003 "When the session ends")
 			b.counters.SessionExpiryShortened.Add(1)
 		}
 		if s.awaySince.IsZero() && s.expiry > 0 {
-			s.awaySince = now // connected when the broker stopped: away from now
+			s.awaySince = r.now // connected when the broker stopped: away from now
 		}
 		switch {
 		case s.expiry == 0:
@@ -56,11 +135,11 @@ func (b *Broker) Restore() error {
 				return fmt.Errorf("ending session %q, which ended with its connection at the stop: %w", s.id, err)
 			}
 			continue
-		case s.expired(now):
-			expired = append(expired, s)
+		case s.expired(r.now):
+			r.expired = append(r.expired, s)
 			continue
 		}
-		for _, sub := range r.Subscriptions {
+		for _, sub := range rec.Subscriptions {
 			s.filters[sub.Filter] = subscription{qos: sub.QoS, noLocal: sub.NoLocal, retainAsPublished: sub.RetainAsPublished,
 				retainHandling: sub.RetainHandling, id: sub.SubscriptionID, logOffset: sub.LogOffset}
 		}
@@ -74,12 +153,19 @@ func (b *Broker) Restore() error {
 			// each was granted (owedAtPublish).
 			cursor = 0
 		}
-		restored = append(restored, kept{s, cursor, r.DisconnectedAt})
-		if s.will != nil && !s.will.DueAt.IsZero() && !now.Before(s.will.DueAt) {
-			due = append(due, s)
+		r.keptAt[s], r.byID[s.id] = len(r.kept), len(r.kept)
+		r.kept = append(r.kept, kept{s, cursor, rec.DisconnectedAt})
+		if s.will != nil && !s.will.DueAt.IsZero() && !r.now.Before(s.will.DueAt) {
+			r.due = append(r.due, dueWill{s, s.will})
 		}
 	}
-	for _, k := range restored {
+	return nil
+}
+
+// restoreIndex puts the kept sessions in their shards and their filters in
+// the subscription index and the shared groups.
+func (b *Broker) restoreIndex(r *restoring) {
+	for _, k := range r.kept {
 		sh := b.shard(k.s.id)
 		sh.mu.Lock()
 		sh.sessions[k.s.id] = k.s
@@ -93,8 +179,11 @@ func (b *Broker) Restore() error {
 		}
 		sh.mu.Unlock()
 	}
-	// Exactly-once publishes held for a session that came back go with it;
-	// one whose session did not is dropped and counted.
+}
+
+// restoreHolds gives exactly-once publishes held for a session that came
+// back to it; one whose session did not is dropped and counted.
+func (b *Broker) restoreHolds() error {
 	held, err := b.bcast.log.Held()
 	if err != nil {
 		return fmt.Errorf("reading the held exactly-once publishes: %w", err)
@@ -116,40 +205,49 @@ func (b *Broker) Restore() error {
 		}
 		sh.mu.Unlock()
 	}
-	groups, err := b.restoreBacklogs()
-	if err != nil {
-		return fmt.Errorf("reading the shared groups' cursors: %w", err)
-	}
-	// Each kept session's stored window: the QoS 2 deliveries whose PUBREC
-	// was stored, and what shared groups handed it - owed to it again, the
-	// group's cursor having passed them.
-	windows := make(map[*session][]store.InFlight, len(restored))
-	handed := map[uint64][]*session{}
-	for _, k := range restored {
+	return nil
+}
+
+// restoreWindows reads each kept session's stored window: the QoS 2
+// deliveries whose PUBREC was stored, and what shared groups handed it -
+// owed to it again, the group's cursor having passed them.
+func (b *Broker) restoreWindows(r *restoring) error {
+	r.windows = make(map[*session][]store.InFlight, len(r.kept))
+	r.handed = map[uint64][]handedTo{}
+	for _, k := range r.kept {
 		window, err := b.sessions.InFlight(k.s.id)
 		if err != nil {
 			return fmt.Errorf("reading session %q's window: %w", k.s.id, err)
 		}
-		windows[k.s] = window
+		r.windows[k.s] = window
 		for _, f := range window {
 			if f.ShareGroup != "" {
-				handed[f.Offset] = append(handed[f.Offset], k.s)
+				r.handed[f.Offset] = append(r.handed[f.Offset], handedTo{k.s, f.ShareGroup})
 			}
 		}
 	}
-	givenBack, err := b.expiredGiveBack(expired)
-	if err != nil {
-		return err
-	}
+	return nil
+}
+
+// restoreLog reads the broadcast log once, in offset order, and makes each
+// message owed again to what owes it: the kept sessions at or below it whose
+// filters matched it when it was written (found through the index), the
+// one a retained value was kept for, the members a group handed it, the
+// groups whose backlog holds it and those an expired member gives it back
+// to. A message owed to nobody is released. It returns what each expired
+// session gives back, for its ending.
+func (b *Broker) restoreLog(r *restoring, groups map[*shareGroup]*restoredGroup, givenBack map[uint64][]handedBack) (map[*session][]store.Returned, error) {
 	returnedBy := map[*session][]store.Returned{}
-	// Owed messages, before any Will is published into the log.
+	// marked[i] is one past the offset kept session i was last made to owe:
+	// a message two of its filters match is owed once.
+	marked := make([]uint64, len(r.kept))
 	var batch []store.BroadcastEntry
 	var unowed []uint64
 	from := b.bcast.log.Floor()
 	for {
 		got, err := b.bcast.log.ReadFrom(from, 256, batch[:0])
 		if err != nil {
-			return fmt.Errorf("reading the broadcast log: %w", err)
+			return nil, fmt.Errorf("reading the broadcast log: %w", err)
 		}
 		if len(got) == 0 {
 			break
@@ -158,27 +256,40 @@ func (b *Broker) Restore() error {
 			e := &got[i]
 			size := store.RecordSize(&e.Record)
 			owners := 0
-			for _, k := range restored {
-				if k.cursor <= e.Offset && k.s.owes(e) {
-					// What was written while its client was connected may
-					// have been sent: the re-send says DUP.
-					maybe := k.leftAt.IsZero() || e.Time.Before(k.leftAt)
-					k.s.owed.entries = append(k.s.owed.entries, owedEntry{offset: e.Offset, size: size, maybeSent: maybe})
-					k.s.owed.bytes += size
-					owners++
+			owe := func(i int) {
+				k := &r.kept[i]
+				if k.cursor > e.Offset || marked[i] == e.Offset+1 {
+					return
 				}
+				marked[i] = e.Offset + 1
+				// What was written while its client was connected may have
+				// been sent: the re-send says DUP.
+				maybe := k.leftAt.IsZero() || e.Time.Before(k.leftAt)
+				k.s.owed.entries = append(k.s.owed.entries, owedEntry{offset: e.Offset, size: size, maybeSent: maybe})
+				k.s.owed.bytes += size
+				owners++
 			}
-			for _, s := range handed[e.Offset] {
+			switch {
+			case e.OwedTo != "":
+				if i, ok := r.byID[e.OwedTo]; ok {
+					owe(i)
+				}
+			case e.QoS > 0:
+				// As owedAtPublish says, for each filter the index finds.
+				b.subs.match([]byte(e.Topic), func(s *session, sub subscription) {
+					i, ok := r.keptAt[s]
+					if !ok || sub.logOffset > e.Offset || sub.qos == 0 || sub.noLocal && e.ClientID == s.id {
+						return
+					}
+					owe(i)
+				})
+			}
+			for _, h := range r.handed[e.Offset] {
+				s := h.s
 				if n := len(s.owed.entries); n > 0 && s.owed.entries[n-1].offset == e.Offset {
 					continue // its own filter owes it too: one entry per offset
 				}
-				share := ""
-				for _, f := range windows[s] {
-					if f.Offset == e.Offset && f.ShareGroup != "" {
-						share = f.ShareGroup
-					}
-				}
-				s.owed.entries = append(s.owed.entries, owedEntry{offset: e.Offset, size: size, maybeSent: true, share: share})
+				s.owed.entries = append(s.owed.entries, owedEntry{offset: e.Offset, size: size, maybeSent: true, share: h.group})
 				s.owed.bytes += size
 				owners++
 			}
@@ -226,24 +337,36 @@ func (b *Broker) Restore() error {
 		b.bcast.commit()
 	}
 	// A QoS 2 delivery whose PUBREC was stored resumes at its PUBREL.
-	for _, k := range restored {
-		for _, f := range windows[k.s] {
+	for _, k := range r.kept {
+		for _, f := range r.windows[k.s] {
 			if i := k.s.owed.find(f.Offset); i >= 0 && f.Released {
 				k.s.owed.entries[i].released, k.s.owed.entries[i].pid = true, f.PacketID
 				k.s.owed.entries[i].maybeSent = true
 			}
 		}
 	}
-	for _, k := range restored {
+	return returnedBy, nil
+}
+
+// restoreEnds arms each kept session's expiry, a Will falling due now
+// taken off it (restoreWills publishes it).
+func (b *Broker) restoreEnds(r *restoring) {
+	for _, k := range r.kept {
 		sh := b.shard(k.s.id)
 		sh.mu.Lock()
-		if k.s.will != nil && !k.s.will.DueAt.IsZero() && !now.Before(k.s.will.DueAt) {
+		if k.s.will != nil && !k.s.will.DueAt.IsZero() && !r.now.Before(k.s.will.DueAt) {
 			k.s.will = nil
 		}
 		b.armExpiry(sh, k.s)
 		sh.mu.Unlock()
 	}
-	for _, s := range expired {
+}
+
+// restoreExpired ends the sessions that expired while the broker was down,
+// each Will with a due moment published first (at least once), giving back
+// what their groups handed them.
+func (b *Broker) restoreExpired(r *restoring, returnedBy map[*session][]store.Returned) error {
+	for _, s := range r.expired {
 		b.counters.SessionsExpiredWhileStopped.Add(1)
 		if s.will != nil && !s.will.DueAt.IsZero() {
 			b.publishWill(s.id, s.will, WillStart) // before the record goes: at least once
@@ -257,31 +380,22 @@ func (b *Broker) Restore() error {
 			return fmt.Errorf("ending session %q, which expired while the broker was down: %w", s.id, err)
 		}
 	}
-	for _, s := range due {
-		b.publishWill(s.id, stored[indexOf(stored, s.id)].Will, WillStart)
-		sh := b.shard(s.id)
-		sh.mu.Lock()
-		if err := b.putSession(sh, s, false); err != nil {
-			b.storageFailed("removing a Will published at the start", s.id, err)
-		}
-		sh.mu.Unlock()
-	}
-	b.counters.SessionsRestored.Add(uint64(len(restored)))
-	if len(stored) > 0 {
-		b.log.Info("sessions restored", "kept", len(restored), "ended", len(stored)-len(restored), "expired", len(expired),
-			"wills_published", len(due), "broadcast_log_messages", b.bcast.log.Len())
-	}
 	return nil
 }
 
-// indexOf finds a client id in the store's ordered list.
-func indexOf(all []store.Session, id string) int {
-	for i := range all {
-		if all[i].ClientID == id {
-			return i
+// restoreWills publishes each kept session's Will that fell due while the
+// broker was down, then rewrites its record without it (at least once
+// across a crash).
+func (b *Broker) restoreWills(r *restoring) {
+	for _, d := range r.due {
+		b.publishWill(d.s.id, d.will, WillStart)
+		sh := b.shard(d.s.id)
+		sh.mu.Lock()
+		if err := b.putSession(sh, d.s, false); err != nil {
+			b.storageFailed("removing a Will published at the start", d.s.id, err)
 		}
+		sh.mu.Unlock()
 	}
-	return -1
 }
 
 // owes reports whether s is owed log entry e: a retained value kept for one
