@@ -388,13 +388,13 @@ func TestAnAcknowledgementNeverWaitsForTheLogReadItMakesRoomFor(t *testing.T) {
 	}
 	sub.waitPayloads(t, first)
 	sub.mu.Lock()
-	offset := sub.offsets[0]
+	ref := sub.refs[0]
 	sub.mu.Unlock()
 	g.armed.Store("ReadFrom")
-	returnsWhileGated(t, "the PUBACK's Acked", func() { b.Acked(sub, offset) })
+	returnsWhileGated(t, "the PUBACK's Acked", func() { b.Acked(sub, ref) })
 	within(t, "the log's read of the next delivery starting", g.entered)
 	returnsWhileGated(t, "the subscriber's own Holds", func() { b.Holds(sub, 1) })
-	returnsWhileGated(t, "another client's Acked", func() { b.Acked(other, 1) })
+	returnsWhileGated(t, "another client's Acked", func() { b.Acked(other, logRef(1, "")) })
 	returnsWhileGated(t, "another client's disconnect", func() { b.Disconnected(other, 60, true) })
 	g.release()
 	sub.waitPayloads(t, first, second)
@@ -413,10 +413,10 @@ func TestWhatAConnectedSessionWaitsForIsHandedOverFromMemory(t *testing.T) {
 	publish(b, "p", "t", second, 1, false)
 	sub.waitPayloads(t, first)
 	sub.mu.Lock()
-	offset := sub.offsets[0]
+	ref := sub.refs[0]
 	sub.mu.Unlock()
 	g.armed.Store("ReadFrom")
-	returnsWhileGated(t, "the PUBACK's Acked", func() { b.Acked(sub, offset) })
+	returnsWhileGated(t, "the PUBACK's Acked", func() { b.Acked(sub, ref) })
 	sub.waitPayloads(t, first, second)
 	if g.armed.Load() != "ReadFrom" {
 		t.Fatal("the next delivery was read from the log")
