@@ -30,9 +30,8 @@ type backlog struct {
 	unowed []uint64
 	// dirty are the sessions whose cursor moved since the last commit.
 	dirty map[*session]struct{}
-	// fullWarnedAt is when a full provider was last warned about: at most
-	// once every ten seconds (RFC 0002).
-	fullWarnedAt time.Time
+	// full gathers what a full provider cost until its warning is due.
+	full fullWarning
 	// roomMu lets one makeRoom at a time walk the sessions.
 	roomMu sync.Mutex
 
@@ -126,6 +125,7 @@ func packetIDFor(offset uint64) uint16 {
 
 func (l *backlog) init(b *Broker) {
 	l.b = b
+	l.full.b = b
 	l.log = b.sessions.Log()
 	l.refs = make(map[uint64]int)
 	l.dirty = make(map[*session]struct{})
@@ -164,11 +164,12 @@ func (a *awaySet) add(s *session) {
 // connected ones are sent it from memory.
 func (l *backlog) keep(publisher string, p *codec.Publish, set *awaySet, m *delivery.Message) {
 	e, err := l.log.Append(store.BroadcastEntry{Record: recordOf(p, publisher, l.b.now())})
-	for tries := 0; tries < roomTries && store.IsFull(err) && l.makeRoom(nil, "a message owed to sessions", 1<<tries); tries++ {
+	for tries := 0; tries < roomTries && store.IsFull(err) && l.makeRoom(nil, "a message owed to sessions", store.Shortfall(err), 1<<tries); tries++ {
 		e, err = l.log.Append(store.BroadcastEntry{Record: recordOf(p, publisher, l.b.now())})
 	}
 	if err != nil {
 		var away, groups uint64
+		var lostBy []string
 		for _, s := range set.sessions {
 			if ref := s.client.Load(); ref != nil {
 				if m == nil {
@@ -189,11 +190,12 @@ func (l *backlog) keep(publisher string, p *codec.Publish, set *awaySet, m *deli
 				continue
 			}
 			away++
+			lostBy = append(lostBy, s.id)
 		}
 		if store.IsFull(err) {
 			l.b.counters.DeliveriesDroppedStorageFull.Add(away)
 			l.b.counters.SharesDroppedStorageFull.Add(groups)
-			l.warnFull("the broadcast log's provider is full: a message owed to sessions that are away is not kept", "sessions", away)
+			l.full.add(fullLoss{what: "a message owed to sessions", notKept: 1, deliveries: away, shared: groups, sessions: lostBy})
 		} else {
 			l.b.storageFailed("writing the broadcast log", publisher, err)
 		}
@@ -206,15 +208,19 @@ func (l *backlog) keep(publisher string, p *codec.Publish, set *awaySet, m *deli
 }
 
 // roomTries is how many times a write refused for room lets the log give
-// way before it is refused: makeRoom's n doubles each time, so the fewest
-// messages go (RFC 0002) while a sqlite provider, whose room comes back by
-// the page, still finds its page within a few tries (up to 255 messages).
+// way before it is refused. A provider that says how many bytes the write
+// missed (store.Shortfall, a memory provider) has the fewest oldest messages
+// that cover them go (RFC 0002); one that cannot say (sqlite, whose room
+// comes back by the page) has makeRoom's n double each time, finding its
+// page within a few tries (up to 255 messages).
 const roomTries = 8
 
 // makeRoom lets the log's oldest messages go to make room in a full
 // provider, for its own next message or for any other write on the provider
 // (RFC 0002 "Every session's state": the log gives way to everything else
-// there): the n oldest that nobody has on the wire, each session
+// there): the oldest that nobody has on the wire - the fewest whose bytes
+// cover need, or the n oldest when need is 0 (the provider cannot say) -
+// each session
 // that owed one counted once for it (storage_full), and what shared groups
 // were owed from them counted as the groups' (shares storage_full). It
 // reports whether anything went; what names what the room is for in the
@@ -225,15 +231,20 @@ const roomTries = 8
 // is inside (roomMu taken without waiting): two of them, each holding its own
 // shard and waiting for the other's, would never finish. A caller turned away
 // finds no room, as though nothing could go.
-func (l *backlog) makeRoom(held *shard, what string, n int) bool {
+func (l *backlog) makeRoom(held *shard, what string, need int64, n int) bool {
 	if held == nil {
 		l.roomMu.Lock()
 	} else if !l.roomMu.TryLock() {
 		return false
 	}
 	defer l.roomMu.Unlock()
-	// Some of the oldest may be on the wire and stay: look past them.
-	oldest, err := l.log.Oldest(n + 16)
+	// Some of the oldest may be on the wire and stay: look past them. A
+	// shortfall in bytes may take many small messages: list more.
+	listed := n + 16
+	if need > 0 {
+		listed = 256*n + 16
+	}
+	oldest, err := l.log.Oldest(listed)
 	if err != nil || len(oldest) == 0 {
 		return false
 	}
@@ -241,17 +252,39 @@ func (l *backlog) makeRoom(held *shard, what string, n int) bool {
 	for _, o := range oldest {
 		want[o] = true
 	}
-	l.eachSession(held, func(s *session) {
+	size := make(map[uint64]int64, len(oldest)) // offset -> its bytes, from whoever owes it
+	note := func(s *session) {
 		for _, e := range s.owed.entries {
-			if e.sent && want[e.offset] {
-				want[e.offset] = false // it is that session's to finish
+			if _, listed := want[e.offset]; listed {
+				size[e.offset] = e.size
+				if e.sent {
+					want[e.offset] = false // it is that session's to finish
+				}
 			}
 		}
-	})
+	}
+	l.eachSession(held, note)
+	if need > 0 {
+		l.b.shares.mu.Lock()
+		for _, g := range l.b.shares.groups {
+			for _, e := range g.standIn.owed.entries {
+				if _, listed := want[e.offset]; listed {
+					size[e.offset] = e.size
+				}
+			}
+		}
+		l.b.shares.mu.Unlock()
+	}
 	var gone []uint64
+	var covered int64
 	for _, o := range oldest {
-		if want[o] && len(gone) < n {
+		enough := len(gone) >= n
+		if need > 0 {
+			enough = covered >= need
+		}
+		if want[o] && !enough {
 			gone = append(gone, o)
+			covered += size[o]
 		} else {
 			delete(want, o)
 		}
@@ -260,9 +293,11 @@ func (l *backlog) makeRoom(held *shard, what string, n int) bool {
 		return false
 	}
 	var lost uint64
+	var lostBy []string
 	l.eachSession(held, func(s *session) {
 		if n := l.forget(s, want); n > 0 {
 			lost += n
+			lostBy = append(lostBy, s.id)
 			l.markDirty(s)
 		}
 	})
@@ -286,8 +321,7 @@ func (l *backlog) makeRoom(held *shard, what string, n int) bool {
 	l.b.counters.LogBytes.Add(-freed)
 	l.b.counters.DeliveriesDroppedStorageFull.Add(lost)
 	l.b.counters.SharesDroppedStorageFull.Add(shared)
-	l.warnFull("the broadcast log's provider is full: its oldest messages went to make room",
-		"for", what, "messages", len(gone), "deliveries", lost, "shared_deliveries", shared)
+	l.full.add(fullLoss{what: what, gone: uint64(len(gone)), deliveries: lost, shared: shared, sessions: lostBy})
 	return true
 }
 
@@ -319,24 +353,10 @@ func (l *backlog) forget(s *session, gone map[uint64]bool) uint64 {
 // whose lock the caller holds, nil for none.
 func (b *Broker) withRoom(held *shard, what string, write func() error) error {
 	err := write()
-	for tries := 0; tries < roomTries && store.IsFull(err) && b.bcast.makeRoom(held, what, 1<<tries); tries++ {
+	for tries := 0; tries < roomTries && store.IsFull(err) && b.bcast.makeRoom(held, what, store.Shortfall(err), 1<<tries); tries++ {
 		err = write()
 	}
 	return err
-}
-
-// warnFull logs a full provider's losses at most once every ten seconds.
-func (l *backlog) warnFull(msg string, args ...any) {
-	now := l.b.now()
-	l.mu.Lock()
-	quiet := now.Sub(l.fullWarnedAt) < 10*time.Second
-	if !quiet {
-		l.fullWarnedAt = now
-	}
-	l.mu.Unlock()
-	if !quiet {
-		l.b.log.Warn(msg, append(args, "remedy", "a provider of its own for broker.session.storage, or a larger max_bytes")...)
-	}
 }
 
 // eachSession calls fn for every session, under its shard's lock; held is

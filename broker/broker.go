@@ -895,6 +895,7 @@ func (b *Broker) Stop() { b.stopping.Store(true) }
 func (b *Broker) Close() {
 	b.closed.Do(func() {
 		close(b.done)
+		b.bcast.full.stop()
 		b.wg.Wait()
 		b.later.wait()
 		b.bcast.commit()

@@ -42,6 +42,36 @@ func IsFull(err error) bool {
 	return errors.Is(err, ErrProviderFull) || errors.Is(err, ErrChannelFull)
 }
 
+// ShortError is ErrProviderFull saying by how many bytes the refused write
+// missed, so that what gives way for it (the broadcast log, RFC 0002 "Every
+// session's state") gives up the fewest messages that cover the shortfall. A
+// memory provider returns it; a sqlite provider, bounded by pages of its
+// file, cannot say and returns ErrProviderFull alone.
+type ShortError struct {
+	Provider string
+	Held     int64 // bytes the provider held at the refusal
+	Asked    int64 // bytes the write asked for
+	Limit    int64 // what ordinary writes may fill: max_bytes less the reserve
+}
+
+func (e *ShortError) Error() string {
+	return fmt.Sprintf("storage %s: %d bytes held, %d more would pass %d (max_bytes less the reserve): %v",
+		e.Provider, e.Held, e.Asked, e.Limit, ErrProviderFull)
+}
+
+// Unwrap makes errors.Is(err, ErrProviderFull) hold.
+func (e *ShortError) Unwrap() error { return ErrProviderFull }
+
+// Shortfall is how many bytes a write refused for room missed, 0 when err
+// does not say (a sqlite provider, or not a refusal for room).
+func Shortfall(err error) int64 {
+	var e *ShortError
+	if errors.As(err, &e) {
+		return max(e.Held+e.Asked-e.Limit, 0)
+	}
+	return 0
+}
+
 // BelowFloorError carries the floor a below-floor request met, so a caller
 // can move the reader there and report the gap.
 type BelowFloorError struct {

@@ -115,8 +115,7 @@ func (p *Provider) charge(n int64) error {
 	for {
 		cur := p.used.Load()
 		if cur+n > limit {
-			return fmt.Errorf("storage %s: %d bytes held, %d more would pass %d (max_bytes less the reserve): %w",
-				p.opts.Name, cur, n, limit, store.ErrProviderFull)
+			return &store.ShortError{Provider: p.opts.Name, Held: cur, Asked: n, Limit: limit}
 		}
 		if p.used.CompareAndSwap(cur, cur+n) {
 			return nil
