@@ -173,7 +173,7 @@ func (l *backlog) keep(publisher string, p *codec.Publish, set *awaySet, m *deli
 		for _, s := range set.sessions {
 			if ref := s.client.Load(); ref != nil {
 				if m == nil {
-					m = delivery.NewMessage(p)
+					m = delivery.NewMessage(p, l.b.now)
 				}
 				r := store.Record{Topic: string(p.Topic), ClientID: publisher, QoS: p.QoS, Retain: p.Retain}
 				sh := l.b.shard(s.id)

@@ -242,7 +242,7 @@ func (b *Broker) handToMember(g *shareGroup, p *codec.Publish, m **delivery.Mess
 			d.SubscriptionIDs = []uint32{sub.id}
 		}
 		if *m == nil {
-			*m = delivery.AcquireMessage(p) // routeLogged's, released there
+			*m = delivery.AcquireMessage(p, b.now) // routeLogged's, released there
 		}
 		if !ref.c.CanTake(*m, d) {
 			continue // passed over, not disconnected

@@ -2,6 +2,7 @@ package broker
 
 import (
 	"testing"
+	"time"
 
 	"github.com/saguin-edge/saguin/codec"
 	"github.com/saguin-edge/saguin/netloop/delivery"
@@ -87,10 +88,10 @@ func TestEndingMembersUnacknowledgedQoS1GoesBackToTheGroupAndQoS2IsDropped(t *te
 	b := newStores(t, 0).broker(t, Options{})
 	leaving := shareMember(t, b, "m-a", 0)
 	staying := shareMember(t, b, "m-b", 0)
-	m := delivery.NewMessage(&codec.Publish{Topic: []byte("jobs/x"), Payload: []byte("job")})
+	m := delivery.NewMessage(&codec.Publish{Topic: []byte("jobs/x"), Payload: []byte("job")}, time.Now)
 	b.Unfinished(leaving, []delivery.Unfinished{
 		{Msg: m, Delivery: delivery.Delivery{QoS: 1, PacketID: 3, Ref: logRef(0, "$share/g/jobs/#")}},
-		{Msg: delivery.NewMessage(&codec.Publish{Topic: []byte("jobs/x"), Payload: []byte("once")}), Delivery: delivery.Delivery{QoS: 2, PacketID: 4, Ref: logRef(0, "$share/g/jobs/#")}},
+		{Msg: delivery.NewMessage(&codec.Publish{Topic: []byte("jobs/x"), Payload: []byte("once")}, time.Now), Delivery: delivery.Delivery{QoS: 2, PacketID: 4, Ref: logRef(0, "$share/g/jobs/#")}},
 	})
 	b.Disconnected(leaving, 0, false)
 	staying.waitPayloads(t, "job")

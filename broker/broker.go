@@ -670,7 +670,7 @@ func (b *Broker) routeLogged(publisher string, p *codec.Publish, offset uint64, 
 			continue
 		}
 		if m == nil {
-			m = delivery.AcquireMessage(p)
+			m = delivery.AcquireMessage(p, b.now)
 		}
 		ref.c.Deliver(m, delivery.Delivery{QoS: qos, Retain: p.Retain && x.rap, SubscriptionIDs: x.ids})
 	}

@@ -60,7 +60,7 @@ func messageOf(r *store.Record, now time.Time) *delivery.Message {
 	if !publishOf(r, now, &p) {
 		return nil
 	}
-	return delivery.NewMessage(&p)
+	return delivery.NewMessage(&p, func() time.Time { return now })
 }
 
 // The stored form of a record's publish properties: one byte naming the

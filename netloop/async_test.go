@@ -69,7 +69,7 @@ func (h *gatedHandler) Publish(c delivery.Client, p *codec.Publish) (codec.Reaso
 // before its SUBSCRIBE call returns, and then blocks until the gate opens.
 func (h *gatedHandler) Subscribe(c delivery.Client, f []byte, o delivery.SubscribeOptions) (codec.ReasonCode, string) {
 	if string(f) == "retained/slow" {
-		c.Deliver(delivery.NewMessage(&codec.Publish{Topic: []byte("retained/slow"), Payload: []byte("v"), Retain: true}), delivery.Delivery{Retain: true})
+		c.Deliver(delivery.NewMessage(&codec.Publish{Topic: []byte("retained/slow"), Payload: []byte("v"), Retain: true}, time.Now), delivery.Delivery{Retain: true})
 		h.entered <- c
 		<-h.gate
 	}
@@ -205,7 +205,7 @@ func TestDeliveriesQueuedBeforeACallFlowWhileItIsOut(t *testing.T) {
 	})
 	c := h.client("a")
 	for _, payload := range []string{"one", "two"} {
-		c.Deliver(delivery.NewMessage(&codec.Publish{Topic: []byte("news"), Payload: []byte(payload)}), delivery.Delivery{QoS: 1})
+		c.Deliver(delivery.NewMessage(&codec.Publish{Topic: []byte("news"), Payload: []byte(payload)}, time.Now), delivery.Delivery{QoS: 1})
 	}
 	first := a.expectPublish() // "two" waits in the queue: the window is one
 	// Its PUBACK opens the window, and the publish behind it waits on storage.

@@ -3,10 +3,13 @@ package netloop_test
 import (
 	"errors"
 	"io"
+	"log/slog"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/saguin-edge/saguin/broker"
+	"github.com/saguin-edge/saguin/broker/brokertest"
 	"github.com/saguin-edge/saguin/broker/clock"
 	"github.com/saguin-edge/saguin/codec"
 	"github.com/saguin-edge/saguin/netloop"
@@ -142,4 +145,102 @@ func TestMaxConnectRateOnAFakeClock(t *testing.T) {
 	if h.Type != codec.TypeConnack || ack.Decode(h, body, codec.Version311) != nil || ack.ReasonCode != codec.Success {
 		t.Fatalf("the socket past the burst: want CONNACK 0x00 once its token came, got %s", h.Type)
 	}
+}
+
+// A Message Expiry Interval counts on the clock the broker and netloop are
+// given: a retained value kept 10 s is sent with what is left of it, and
+// not at all once the Fake has moved past it.
+func TestMessageExpiryOnAFakeClock(t *testing.T) {
+	clk := clock.NewFake(fakeStart)
+	sessions, retained := brokertest.Stores(t, 0)
+	b, err := broker.New(broker.Options{Sessions: sessions, Retained: retained, Clock: clk, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(b.Close)
+	s := startServer(t, netloop.Options{Handler: b, Clock: clk})
+	clk.WaitArmed(2) // the broker's commit ticker and netloop's timer scan
+	pub := dial(t, s, codec.Version5)
+	pub.connect("pub", nil)
+	p := &codec.Publish{QoS: 1, PacketID: 1, Retain: true, Topic: []byte("t"), Payload: []byte("v")}
+	p.Properties.MessageExpiry = 10
+	p.Properties.Present.Set(codec.PropMessageExpiry)
+	pub.send(p.Append(nil, codec.Version5))
+	pub.expectAck(codec.TypePuback, 1)
+	// sent reports the retained value a new subscriber is sent, nil for none:
+	// the PINGRESP after the SUBACK says nothing more is coming.
+	sent := func(id string) *codec.Publish {
+		t.Helper()
+		c := dial(t, s, codec.Version5)
+		c.connect(id, nil)
+		c.subscribe(1, "t", 1)
+		c.send((&codec.Pingreq{}).Append(nil, codec.Version5))
+		h, body := c.read()
+		if h.Type == codec.TypePingresp {
+			return nil
+		}
+		var got codec.Publish
+		if h.Type != codec.TypePublish || got.Decode(h, body, codec.Version5) != nil {
+			t.Fatalf("%s: want PUBLISH or PINGRESP, got %s", id, h.Type)
+		}
+		return &got
+	}
+	clk.Advance(4 * time.Second)
+	if got := sent("at-4s"); got == nil || got.Properties.MessageExpiry != 6 {
+		t.Fatalf("4 s into a 10 s expiry: sent %+v, want the value with 6 s left", got)
+	}
+	clk.Advance(6*time.Second - time.Millisecond)
+	if got := sent("a-millisecond-before"); got == nil || got.Properties.MessageExpiry != 1 {
+		t.Fatalf("a millisecond before expiry: sent %+v, want the value with 1 s left", got)
+	}
+	clk.Advance(time.Millisecond)
+	if got := sent("at-10s"); got != nil {
+		t.Fatalf("at expiry: sent %q, want nothing", got.Payload)
+	}
+}
+
+// A delivery waiting in a connection's queue expires on the clock it was
+// stamped with: sent with what is left of its expiry a millisecond before,
+// dropped and counted at it.
+func TestQueuedDeliveryExpiresOnAFakeClock(t *testing.T) {
+	clk := clock.NewFake(fakeStart)
+	sessions, retained := brokertest.Stores(t, 0)
+	b, err := broker.New(broker.Options{Sessions: sessions, Retained: retained, Clock: clk, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(b.Close)
+	s := startServer(t, netloop.Options{Handler: b, Clock: clk})
+	clk.WaitArmed(2) // the broker's commit ticker and netloop's timer scan
+	sub := dial(t, s, codec.Version5)
+	sub.connect("sub", func(p *codec.Connect) { // one in flight: the rest wait in the queue
+		p.Properties.ReceiveMaximum = 1
+		p.Properties.Present.Set(codec.PropReceiveMaximum)
+	})
+	sub.subscribe(1, "q", 1)
+	pub := dial(t, s, codec.Version5)
+	pub.connect("pub", nil)
+	for id, expiry := range []uint32{0, 2, 2} {
+		p := &codec.Publish{QoS: 1, PacketID: uint16(id + 1), Topic: []byte("q"), Payload: []byte{byte('a' + id)}}
+		if expiry != 0 {
+			p.Properties.MessageExpiry = expiry
+			p.Properties.Present.Set(codec.PropMessageExpiry)
+		}
+		pub.send(p.Append(nil, codec.Version5))
+		pub.expectAck(codec.TypePuback, uint16(id+1))
+	}
+	ack := func(p *codec.Publish) {
+		sub.send((&codec.Ack{Type: codec.TypePuback, PacketID: p.PacketID}).Append(nil, codec.Version5))
+	}
+	first := sub.expectPublish()
+	clk.Advance(2*time.Second - time.Millisecond)
+	ack(first)
+	second := sub.expectPublish()
+	if string(second.Payload) != "b" || second.Properties.MessageExpiry != 1 {
+		t.Fatalf("a millisecond before its expiry: sent %q with %d s left, want b with 1", second.Payload, second.Properties.MessageExpiry)
+	}
+	clk.Advance(time.Millisecond)
+	ack(second)
+	waitFor(t, "the third delivery expired in the queue", func() bool { return s.Counters().DeliveriesExpired.Load() == 1 })
+	sub.ping("after the expired delivery") // and no PUBLISH before it
 }

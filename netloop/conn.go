@@ -571,7 +571,7 @@ func (c *Conn) encode(sc *scratch, e outEntry, version byte) {
 		p.Properties.Reset()
 	}
 	if at := e.msg.ExpiresAt(); at != 0 {
-		left := at - time.Now().UnixNano()
+		left := at - c.srv.opts.Clock.Now().UnixNano()
 		if left <= 0 {
 			p.Properties = codec.Properties{}
 			c.srv.counters.DeliveriesExpired.Add(1)

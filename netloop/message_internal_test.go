@@ -3,6 +3,7 @@ package netloop
 import (
 	"github.com/saguin-edge/saguin/netloop/delivery"
 	"testing"
+	"time"
 
 	"github.com/saguin-edge/saguin/codec"
 )
@@ -12,12 +13,12 @@ import (
 // the shed would let the pool reuse memory the loop is still reading.
 func TestADeliveryShedWhileTheLoopReadsItKeepsItsMessageUntilPopped(t *testing.T) {
 	q := outQueue{limit: 200}
-	first := delivery.AcquireMessage(&codec.Publish{Topic: []byte("a"), Payload: []byte("first")})
+	first := delivery.AcquireMessage(&codec.Publish{Topic: []byte("a"), Payload: []byte("first")}, time.Now)
 	cs := new(Counters)
 	q.push(outEntry{msg: first, Delivery: delivery.Delivery{QoS: 1}}, cs)
 	first.Release() // the route lets go: the queue's reference is the only one
 	batch := q.snapshot(make([]outEntry, 0, 8))
-	big := delivery.AcquireMessage(&codec.Publish{Topic: []byte("a"), Payload: make([]byte, 300)})
+	big := delivery.AcquireMessage(&codec.Publish{Topic: []byte("a"), Payload: make([]byte, 300)}, time.Now)
 	q.push(outEntry{msg: big, Delivery: delivery.Delivery{QoS: 1}}, cs) // sheds first
 	big.Release()
 	if n := cs.DeliveriesDroppedQueue.Load(); n != 1 {

@@ -49,20 +49,22 @@ var messagePool = sync.Pool{New: func() any { return &Message{pooled: true} }}
 
 // NewMessage copies what a delivery needs out of p, whose slices alias a read
 // buffer: one allocation for every byte, one more when User Properties exist.
-// The message is the garbage collector's (see Message).
-func NewMessage(p *codec.Publish) *Message {
+// The message is the garbage collector's (see Message). now is the clock a
+// Message Expiry Interval counts from, read only when p carries one: the
+// caller's, so that expiry follows the clock the broker and netloop are given.
+func NewMessage(p *codec.Publish, now func() time.Time) *Message {
 	m := &Message{}
-	m.fill(p)
+	m.fill(p, now)
 	return m
 }
 
 // AcquireMessage is NewMessage from the pool: the caller holds its one
 // reference and gives it back with Release once every delivery is handed
 // over. After warm-up it allocates nothing.
-func AcquireMessage(p *codec.Publish) *Message {
+func AcquireMessage(p *codec.Publish, now func() time.Time) *Message {
 	m := messagePool.Get().(*Message)
 	m.refs.Store(1)
-	m.fill(p)
+	m.fill(p, now)
 	return m
 }
 
@@ -106,7 +108,7 @@ func poison(b []byte) {
 
 // fill copies p into m: every byte into one arena (m's own when it is large
 // enough), the properties into m's kept ones when it has them.
-func (m *Message) fill(p *codec.Publish) {
+func (m *Message) fill(p *codec.Publish, now func() time.Time) {
 	pr := &p.Properties
 	n := len(p.Topic) + len(p.Payload) + len(pr.ContentType) + len(pr.ResponseTopic) + len(pr.CorrelationData)
 	for _, u := range pr.User {
@@ -136,7 +138,7 @@ func (m *Message) fill(p *codec.Publish) {
 		return
 	}
 	if pr.Present.Has(codec.PropMessageExpiry) {
-		m.expiresAt = time.Now().UnixNano() + int64(pr.MessageExpiry)*int64(time.Second)
+		m.expiresAt = now().UnixNano() + int64(pr.MessageExpiry)*int64(time.Second)
 	}
 	props := m.propsBuf
 	if props == nil {
