@@ -754,7 +754,7 @@ func (l *backlog) sendOne(s *session, c delivery.Client, e *store.BroadcastEntry
 	return true
 }
 
-// Received implements netloop.AckHandler: the PUBREC of a QoS 2 delivery
+// Received implements netloop.Handler: the PUBREC of a QoS 2 delivery
 // from the log is stored in the session's window (released, under its
 // packet identifier) before the PUBREL goes, so a restart resumes the
 // exchange with the PUBREL and never sends the message again.

@@ -74,7 +74,7 @@ func (b *Broker) hold(c delivery.Client, p *codec.Publish) (codec.ReasonCode, st
 	return codec.Success, ""
 }
 
-// Holds implements netloop.ExactlyOnce.
+// Holds implements netloop.Handler.
 func (b *Broker) Holds(c delivery.Client, packetID uint16) bool {
 	id := c.ClientID()
 	sh := b.shard(id)
@@ -89,7 +89,7 @@ func (b *Broker) Holds(c delivery.Client, packetID uint16) bool {
 	return ok
 }
 
-// Release implements netloop.ExactlyOnce: the held message takes the
+// Release implements netloop.Handler: the held message takes the
 // broadcast log's next offset and leaves the hold in one operation
 // (ReleaseHeld), a retained value being stored just before, and is then
 // delivered - from the log to the sessions that are away, directly to the

@@ -2,7 +2,7 @@ package broker
 
 import "github.com/saguin-edge/saguin/netloop/delivery"
 
-// Unfinished implements netloop.ResumeHandler: the QoS 1 and 2 deliveries a
+// Unfinished implements netloop.Handler: the QoS 1 and 2 deliveries a
 // session's connection ended without finishing stay with the session, to be
 // sent again to the connection that resumes it - those that went on the wire
 // under their packet identifiers with DUP, one whose PUBREC arrived as its

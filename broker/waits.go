@@ -1,27 +1,41 @@
 package broker
 
 import (
+	"github.com/saguin-edge/saguin/codec"
 	"github.com/saguin-edge/saguin/netloop"
 	"github.com/saguin-edge/saguin/netloop/delivery"
 )
 
-// Waits implements netloop.StoreWaiter: a call runs off the connection's loop
-// when a write it may make - and its client waits for - goes to a provider
-// that commits to disk. It reads two options and nothing else, since netloop
-// asks it for every such packet on the loop.
+// Waits implements netloop.Handler: a call runs off the connection's loop
+// when a write it will make - and its client waits for - goes to a provider
+// that commits to disk. netloop asks it on the loop for every such packet, so
+// it takes no lock a store write holds and writes nothing.
 //
-// A QoS 1 or 2 publish may append to the broadcast log (a session that
-// outlives its connection is subscribed) or hold an exactly-once publish;
-// which, is known only once its topic is matched, so every one is taken off
-// the loop on a disk-backed session store. A QoS 0 publish writes only a
-// retained value. A release writes the log and, for a retained publish, the
-// retained store; a SUBSCRIBE writes the session record and reads the retained
-// values its filter matches; the rest write the session store alone.
-func (b *Broker) Waits(call delivery.Call, qos byte, retain bool) bool {
+// A publish is decided by what it will store, its topic known: a retained
+// value; a QoS 2 hold (written before the PUBREC); at QoS 1, a broadcast-log
+// append, made only when a session that outlives its connection is reached
+// at QoS 1 or 2 or a shared group with such a member is (logsFor). A QoS 1
+// publish nobody kept is owed stays on the loop, on sqlite too. A stored
+// PUBREC is written only for a delivery from the log (a Ref with an offset);
+// one a shared group handed from memory stays on the loop. A release writes
+// the log and, for a retained publish, the retained store; a SUBSCRIBE
+// writes the session record and reads the retained values its filter
+// matches; the rest write the session store alone.
+func (b *Broker) Waits(c delivery.Client, call delivery.Call, p *codec.Publish, ref delivery.Ref) bool {
 	sessions, retained := b.opts.SessionsWaitOnDisk, b.opts.RetainedWaitOnDisk
 	switch call {
 	case delivery.CallPublish:
-		return qos > 0 && sessions || retain && retained
+		switch {
+		case p.Retain && retained:
+			return true
+		case !sessions || p.QoS == 0:
+			return false
+		case p.QoS == 2:
+			return true
+		}
+		return b.logsFor(c.ClientID(), p)
+	case delivery.CallReceived:
+		return sessions && ref.Kind == delivery.KindBroadcast && ref.N != 0
 	case delivery.CallRelease, delivery.CallSubscribe:
 		return sessions || retained
 	default:
@@ -29,4 +43,42 @@ func (b *Broker) Waits(call delivery.Call, qos byte, retain bool) bool {
 	}
 }
 
-var _ netloop.StoreWaiter = (*Broker)(nil)
+// logsFor reports whether routing p, a QoS 1 or 2 publish from publisher,
+// may append it to the broadcast log: it reaches a session that outlives its
+// connection at QoS 1 or 2, or a shared group one of whose members' sessions
+// does (durable: what no member can take then is held in the log). It asks
+// what routeLogged will, with the same match, before the route.
+func (b *Broker) logsFor(publisher string, p *codec.Publish) bool {
+	kept := false
+	var groups [4]*shareGroup // the groups matched; more than this many is answered yes
+	n := 0
+	b.subs.match(p.Topic, func(s *session, sub subscription) {
+		switch {
+		case kept:
+		case s.group != nil:
+			if n == len(groups) {
+				kept = true
+				return
+			}
+			groups[n] = s.group
+			n++
+		case sub.noLocal && s.id == publisher:
+		case min(p.QoS, sub.qos) > 0 && s.expiry > 0:
+			kept = true
+		}
+	})
+	if kept || n == 0 {
+		return kept
+	}
+	// shares.mu is above index.mu (LOCKS.md): taken once the match let go.
+	b.shares.mu.Lock()
+	defer b.shares.mu.Unlock()
+	for _, g := range groups[:n] {
+		if g.durable() {
+			return true
+		}
+	}
+	return false
+}
+
+var _ netloop.Handler = (*Broker)(nil)

@@ -1,13 +1,13 @@
 package netloop
 
 import (
-	"github.com/saguin-edge/saguin/netloop/delivery"
 	"sync/atomic"
 
 	"github.com/saguin-edge/saguin/codec"
+	"github.com/saguin-edge/saguin/netloop/delivery"
 )
 
-// A call whose answer waits on storage (StoreWaiter) runs off the loop: the
+// A call whose answer waits on storage (Handler.Waits) runs off the loop: the
 // connection stops reading at the packet that made it - the rest of its input
 // stays where its door buffered it, unparsed and in order - and every other
 // connection on the loop goes on being served. When the call returns, the
@@ -71,9 +71,10 @@ type pendingCall struct {
 	refused []string // a SUBSCRIBE's refusals, "filter: why"
 }
 
-// waits reports whether the handler says call may wait on storage.
-func (c *Conn) waits(call delivery.Call, qos byte, retain bool) bool {
-	return c.srv.waiter != nil && c.srv.waiter.Waits(call, qos, retain)
+// waits reports whether the handler says call may wait on storage
+// (Handler.Waits).
+func (c *Conn) waits(call delivery.Call, p *codec.Publish, ref delivery.Ref) bool {
+	return c.srv.opts.Handler.Waits(c, call, p, ref)
 }
 
 // goWait starts pc off the loop; the connection reads nothing more until it
@@ -87,6 +88,7 @@ func (c *Conn) goWait(pc *pendingCall) {
 	pc.c = c
 	pc.flushLimit = c.out.last()
 	c.call = pc
+	c.srv.counters.CallsOffLoop.Add(1)
 	go pc.run()
 }
 
@@ -115,9 +117,9 @@ func (pc *pendingCall) call() {
 	case delivery.CallPublish:
 		pc.code, pc.why = h.Publish(c, pc.pub)
 	case delivery.CallRelease:
-		pc.code, pc.why = h.(ExactlyOnce).Release(c, pc.packetID)
+		pc.code, pc.why = h.Release(c, pc.packetID)
 	case delivery.CallReceived:
-		pc.ok = h.(AckHandler).Received(c, pc.ref, pc.packetID)
+		pc.ok = h.Received(c, pc.ref, pc.packetID)
 	case delivery.CallSubscribe:
 		for i, f := range pc.filters {
 			code, why := h.Subscribe(c, f, pc.opts[i])

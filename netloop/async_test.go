@@ -2,7 +2,6 @@ package netloop_test
 
 import (
 	"fmt"
-	"github.com/saguin-edge/saguin/netloop/delivery"
 	"slices"
 	"sync"
 	"testing"
@@ -10,12 +9,14 @@ import (
 
 	"github.com/saguin-edge/saguin/codec"
 	"github.com/saguin-edge/saguin/netloop"
+	"github.com/saguin-edge/saguin/netloop/delivery"
 )
 
 // gatedHandler is a handler whose every store-waiting call goes off the loop
-// (StoreWaiter) and whose Publish to the topic "slow" blocks until the test
+// (Handler.Waits) and whose Publish to the topic "slow" blocks until the test
 // opens the gate - a commit that takes as long as the test wants.
 type gatedHandler struct {
+	netloop.NopHandler
 	entered chan delivery.Client // a slow Publish has started
 	gate    chan struct{}        // one receive lets one slow Publish return
 
@@ -84,7 +85,9 @@ func (h *gatedHandler) Disconnected(c delivery.Client, expiry uint32, graceful b
 	h.note("%s disconnected", c.ClientID())
 }
 
-func (h *gatedHandler) Waits(delivery.Call, byte, bool) bool { return true }
+func (h *gatedHandler) Waits(delivery.Client, delivery.Call, *codec.Publish, delivery.Ref) bool {
+	return true
+}
 
 // startGated runs a server of one event loop, so that every connection of a
 // test shares the loop a waiting call must not stall.

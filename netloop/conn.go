@@ -3,7 +3,6 @@ package netloop
 import (
 	"bytes"
 	"context"
-	"github.com/saguin-edge/saguin/netloop/delivery"
 	"log/slog"
 	"math"
 	"sort"
@@ -13,6 +12,7 @@ import (
 	"time"
 
 	"github.com/saguin-edge/saguin/codec"
+	"github.com/saguin-edge/saguin/netloop/delivery"
 )
 
 // Connection states. Only the connection's loop moves them; the ticker reads.
@@ -621,14 +621,10 @@ func (c *Conn) takePacketID(id uint16) uint16 {
 	return c.nextPacketID()
 }
 
-// handBackUnfinished gives a ResumeHandler the QoS 1 and 2 deliveries this
-// ending connection leaves unfinished: those on the wire in the order they
+// handBackUnfinished gives the handler (Handler.Unfinished) the QoS 1 and 2
+// deliveries this ending connection leaves unfinished: those on the wire in the order they
 // were sent, under their identifiers, then those still queued.
 func (c *Conn) handBackUnfinished() {
-	h, ok := c.srv.opts.Handler.(ResumeHandler)
-	if !ok {
-		return
-	}
 	var u []delivery.Unfinished
 	for id, f := range c.inflight {
 		if f.msg == nil {
@@ -648,7 +644,7 @@ func (c *Conn) handBackUnfinished() {
 		}
 	}
 	if len(u) > 0 {
-		h.Unfinished(c, u)
+		c.srv.opts.Handler.Unfinished(c, u)
 	}
 	for _, e := range queued {
 		e.msg.Release()

@@ -2,11 +2,11 @@ package netloop
 
 import (
 	"bytes"
-	"github.com/saguin-edge/saguin/netloop/delivery"
 	"strings"
 	"time"
 
 	"github.com/saguin-edge/saguin/codec"
+	"github.com/saguin-edge/saguin/netloop/delivery"
 )
 
 // connack311Version is the CONNACK refusing an unacceptable protocol version
@@ -152,7 +152,7 @@ func (c *Conn) onConnect(h codec.Header, body []byte, sc *scratch) {
 		c.closeUnanswered("the CONNACK would exceed the client's Maximum Packet Size (MQTT-3.1.2-24)")
 		return
 	}
-	if c.waits(delivery.CallConnect, 0, false) {
+	if c.waits(delivery.CallConnect, nil, delivery.Ref{}) {
 		// The session record is written before the CONNACK: off the loop,
 		// with the CONNECT's bytes copied out of the read buffer.
 		cl := cp.Clone()

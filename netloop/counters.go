@@ -1,10 +1,10 @@
 package netloop
 
 import (
-	"github.com/saguin-edge/saguin/netloop/delivery"
 	"sync/atomic"
 
 	"github.com/saguin-edge/saguin/codec"
+	"github.com/saguin-edge/saguin/netloop/delivery"
 )
 
 // Counters are what netloop counts for RFC 0005's metrics - what the wire and
@@ -61,6 +61,11 @@ type Counters struct {
 	// (saguin_session_expiry_shortened_total, beside the broker's count of
 	// restored sessions capped).
 	SessionExpiryShortened atomic.Uint64
+	// CallsOffLoop: handler calls run off the event loop because the
+	// handler said they may wait on storage (Handler.Waits), each a
+	// goroutine and a hand-over the loop would otherwise not pay; what a
+	// publish that stores nothing costs on a disk provider shows here.
+	CallsOffLoop atomic.Uint64
 }
 
 // Counters are the server's counters, for the metrics to read.

@@ -1,13 +1,13 @@
 package netloop_test
 
 import (
-	"github.com/saguin-edge/saguin/netloop/delivery"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/saguin-edge/saguin/codec"
 	"github.com/saguin-edge/saguin/netloop"
+	"github.com/saguin-edge/saguin/netloop/delivery"
 )
 
 // waitCount waits for a counter to read want: the loops count after they

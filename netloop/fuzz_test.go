@@ -1,7 +1,6 @@
 package netloop
 
 import (
-	"github.com/saguin-edge/saguin/netloop/delivery"
 	"log/slog"
 	"testing"
 	"time"
@@ -23,17 +22,6 @@ func (f *fakeTransport) Finish() bool       { return false }
 func (f *fakeTransport) Wake()              {}
 func (f *fakeTransport) RemoteAddr() string { return "fuzz" }
 
-// acceptAll is a Handler that admits and grants everything.
-type acceptAll struct{}
-
-func (acceptAll) Connect(delivery.Client, *ConnectRequest) (bool, codec.ReasonCode)  { return false, 0 }
-func (acceptAll) Publish(delivery.Client, *codec.Publish) (codec.ReasonCode, string) { return 0, "" }
-func (acceptAll) Subscribe(_ delivery.Client, _ []byte, o delivery.SubscribeOptions) (codec.ReasonCode, string) {
-	return codec.ReasonCode(o.QoS), ""
-}
-func (acceptAll) Unsubscribe(delivery.Client, []byte) codec.ReasonCode { return 0 }
-func (acceptAll) Disconnected(delivery.Client, uint32, bool)           {}
-
 // FuzzConnOnData feeds arbitrary bytes, in arbitrary pieces, to a connection:
 // whatever arrives, it must not panic, must consume no more than it was
 // given, and must stop reading once it has decided to end.
@@ -46,7 +34,7 @@ func FuzzConnOnData(f *testing.F) {
 	f.Add(append(append([]byte{}, connect4...), 0xC0, 0), uint8(1))
 	f.Add([]byte{0x10, 0xFF, 0xFF, 0xFF, 0xFF, 0x01}, uint8(2))
 	f.Add(append(append([]byte{}, connect5...), 0x36, 5, 0, 1, 'a', 0, 1), uint8(7))
-	s, err := New(Options{Handler: acceptAll{}, Logger: slog.New(slog.DiscardHandler), MaxMessageSize: 4096, MaxConnectSize: 1024})
+	s, err := New(Options{Handler: NopHandler{}, Logger: slog.New(slog.DiscardHandler), MaxMessageSize: 4096, MaxConnectSize: 1024})
 	if err != nil {
 		f.Fatal(err)
 	}

@@ -1,11 +1,11 @@
 package netloop
 
 import (
-	"github.com/saguin-edge/saguin/netloop/delivery"
 	"testing"
 	"time"
 
 	"github.com/saguin-edge/saguin/codec"
+	"github.com/saguin-edge/saguin/netloop/delivery"
 )
 
 // A delivery shed to make room while the loop is encoding it from a snapshot

@@ -1,9 +1,10 @@
 package netloop
 
 import (
-	"github.com/saguin-edge/saguin/netloop/delivery"
 	"sync"
 	"sync/atomic"
+
+	"github.com/saguin-edge/saguin/netloop/delivery"
 )
 
 // outEntryCost is what one queued delivery's bookkeeping is charged beside its

@@ -1,8 +1,9 @@
 package netloop
 
 import (
-	"github.com/saguin-edge/saguin/netloop/delivery"
 	"testing"
+
+	"github.com/saguin-edge/saguin/netloop/delivery"
 )
 
 func msgOf(n int) *delivery.Message {

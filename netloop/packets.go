@@ -2,11 +2,11 @@ package netloop
 
 import (
 	"bytes"
-	"github.com/saguin-edge/saguin/netloop/delivery"
 	"strings"
 
 	"github.com/saguin-edge/saguin/codec"
 	"github.com/saguin-edge/saguin/codec/topic"
+	"github.com/saguin-edge/saguin/netloop/delivery"
 )
 
 // onPacket handles one packet of a connected client.
@@ -103,13 +103,13 @@ func (c *Conn) onPublish(h codec.Header, body []byte, sc *scratch) {
 	}
 	switch p.QoS {
 	case 0:
-		if p.Retain && c.waits(delivery.CallPublish, 0, true) {
+		if p.Retain && c.waits(delivery.CallPublish, p, delivery.Ref{}) {
 			c.goWait(&pendingCall{kind: delivery.CallPublish, pub: p.Clone()})
 			return
 		}
 		c.srv.opts.Handler.Publish(c, p)
 	case 1:
-		if c.waits(delivery.CallPublish, 1, p.Retain) {
+		if c.waits(delivery.CallPublish, p, delivery.Ref{}) {
 			c.goWait(&pendingCall{kind: delivery.CallPublish, pub: p.Clone()})
 			return
 		}
@@ -117,7 +117,7 @@ func (c *Conn) onPublish(h codec.Header, body []byte, sc *scratch) {
 		c.publishAnswered(sc, 1, p.PacketID, p.Topic, code, why)
 	case 2:
 		_, held := c.heldQoS2[p.PacketID]
-		if eo, ok := c.srv.opts.Handler.(ExactlyOnce); ok && !held && eo.Holds(c, p.PacketID) {
+		if !held && c.srv.opts.Handler.Holds(c, p.PacketID) {
 			held = true // kept from an earlier connection of the session
 		}
 		if held {
@@ -130,7 +130,7 @@ func (c *Conn) onPublish(h codec.Header, body []byte, sc *scratch) {
 			c.protocolFault(&codec.Error{Code: codec.ReceiveMaximumExceeded, Rule: "more QoS 2 exchanges unfinished than the Receive Maximum the CONNACK gave (MQTT-3.3.4-7)"}, sc)
 			return
 		}
-		if c.waits(delivery.CallPublish, 2, p.Retain) {
+		if c.waits(delivery.CallPublish, p, delivery.Ref{}) {
 			c.goWait(&pendingCall{kind: delivery.CallPublish, pub: p.Clone()})
 			return
 		}
@@ -189,12 +189,12 @@ func (c *Conn) onAck(a *codec.Ack, sc *scratch) {
 		case a.ReasonCode.IsError():
 			c.settle(a.PacketID, f) // the client refused the message: the exchange ends
 		default:
-			if h, numbered := c.srv.opts.Handler.(AckHandler); numbered && f.Ref != (delivery.Ref{}) {
-				if c.waits(delivery.CallReceived, 0, false) {
+			if f.Ref != (delivery.Ref{}) {
+				if c.waits(delivery.CallReceived, nil, f.Ref) {
 					c.goWait(&pendingCall{kind: delivery.CallReceived, ref: f.Ref, packetID: a.PacketID})
 					return
 				}
-				c.receivedAnswered(sc, a.PacketID, h.Received(c, f.Ref, a.PacketID))
+				c.receivedAnswered(sc, a.PacketID, c.srv.opts.Handler.Received(c, f.Ref, a.PacketID))
 				return
 			}
 			c.receivedAnswered(sc, a.PacketID, true)
@@ -204,22 +204,13 @@ func (c *Conn) onAck(a *codec.Ack, sc *scratch) {
 			c.settle(a.PacketID, f)
 		}
 	case codec.TypePubrel:
-		_, held := c.heldQoS2[a.PacketID]
 		delete(c.heldQoS2, a.PacketID)
-		if eo, ok := c.srv.opts.Handler.(ExactlyOnce); ok {
-			if c.waits(delivery.CallRelease, 0, false) {
-				c.goWait(&pendingCall{kind: delivery.CallRelease, packetID: a.PacketID})
-				return
-			}
-			code, why := eo.Release(c, a.PacketID)
-			c.releaseAnswered(sc, a.PacketID, code, why)
+		if c.waits(delivery.CallRelease, nil, delivery.Ref{}) {
+			c.goWait(&pendingCall{kind: delivery.CallRelease, packetID: a.PacketID})
 			return
 		}
-		code := codec.Success
-		if !held {
-			code = codec.PacketIdentifierNotFound
-		}
-		c.appendAck(sc, codec.TypePubcomp, a.PacketID, code)
+		code, why := c.srv.opts.Handler.Release(c, a.PacketID)
+		c.releaseAnswered(sc, a.PacketID, code, why)
 	}
 	// A window this opened is used by the flush that follows every OnData.
 }
@@ -271,9 +262,7 @@ func (c *Conn) reportAcked(f inflight) {
 	if f.Ref == (delivery.Ref{}) {
 		return
 	}
-	if h, ok := c.srv.opts.Handler.(AckHandler); ok {
-		h.Acked(c, f.Ref)
-	}
+	c.srv.opts.Handler.Acked(c, f.Ref)
 }
 
 func (c *Conn) appendAck(sc *scratch, t codec.Type, id uint16, code codec.ReasonCode) {
@@ -358,7 +347,7 @@ func (c *Conn) onSubscribe(h codec.Header, body []byte, sc *scratch) {
 		return delivery.SubscribeOptions{QoS: f.QoS, NoLocal: f.NoLocal, RetainAsPublished: f.RetainAsPublished,
 			RetainHandling: f.RetainHandling, SubscriptionID: subID}
 	}
-	if c.waits(delivery.CallSubscribe, 0, false) {
+	if c.waits(delivery.CallSubscribe, nil, delivery.Ref{}) {
 		pc := &pendingCall{kind: delivery.CallSubscribe, packetID: s.PacketID}
 		for i := range s.Subscriptions {
 			f := &s.Subscriptions[i]
@@ -425,7 +414,7 @@ func (c *Conn) onUnsubscribe(h codec.Header, body []byte, sc *scratch) {
 			unread = append(unread, up.Key)
 		}
 	}
-	if c.waits(delivery.CallUnsubscribe, 0, false) {
+	if c.waits(delivery.CallUnsubscribe, nil, delivery.Ref{}) {
 		pc := &pendingCall{kind: delivery.CallUnsubscribe, packetID: u.PacketID}
 		for _, f := range u.Filters {
 			pc.filters = append(pc.filters, bytes.Clone(f))

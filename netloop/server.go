@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/saguin-edge/saguin/netloop/delivery"
 	"log/slog"
 	"net"
 	"sync"
@@ -12,6 +11,7 @@ import (
 	"time"
 
 	"github.com/panjf2000/gnet/v2"
+	"github.com/saguin-edge/saguin/netloop/delivery"
 
 	"github.com/saguin-edge/saguin/codec"
 )
@@ -23,15 +23,11 @@ const tickInterval = 25 * time.Millisecond
 
 // Server runs the doors and every connection they admit.
 type Server struct {
-	opts  Options
-	log   *slog.Logger
-	adm   *admission
-	loop  *gnet.Client // the event loops; accept is ours (see acceptLoop)
-	doors []*listener
-	// waiter is the handler's StoreWaiter, nil when it has none: asked for
-	// every packet that may wait, so the type is looked at once.
-	waiter StoreWaiter
-
+	opts     Options
+	log      *slog.Logger
+	adm      *admission
+	loop     *gnet.Client // the event loops; accept is ours (see acceptLoop)
+	doors    []*listener
 	enrollq  chan enrollment // admitted sockets for the enrollers (enroll.go)
 	enrollWG sync.WaitGroup  // the enrollers
 	acceptWG sync.WaitGroup  // the accept loops: once they end, enrollq closes
@@ -68,7 +64,6 @@ func New(opts Options) (*Server, error) {
 		enrollq:  make(chan enrollment, 64),
 		wakers:   make(map[gnet.EventLoop]*loopWaker),
 	}
-	s.waiter, _ = opts.Handler.(StoreWaiter)
 	s.now.Store(opts.Clock.Now().UnixNano())
 	return s, nil
 }

@@ -77,7 +77,7 @@ func brokerOptions(cfg *config.Config, st *storage, log *slog.Logger) broker.Opt
 		Retained:             st.retained,
 		RetainedWithSessions: st.retainedWithSessions,
 		// A sqlite provider waits for a commit: what a client waits on
-		// there is written off the event loop (netloop.StoreWaiter).
+		// there is written off the event loop (netloop.Handler.Waits, broker.Broker.Waits).
 		SessionsWaitOnDisk: st.sessionsOnDisk,
 		RetainedWaitOnDisk: st.retainedOnDisk,
 		AwaitClient:        st.awaitClient,
