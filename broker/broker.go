@@ -116,6 +116,10 @@ type Broker struct {
 type shard struct {
 	mu       sync.Mutex
 	sessions map[string]*session
+	// claims are the client ids a CONNECT is storing the record of with
+	// this lock let go (connectWrites); closed once it has it again. Another
+	// CONNECT for the id waits for it (lockSettled).
+	claims map[string]chan struct{}
 }
 
 // session is what the broker keeps for a client id: its filters, and the
@@ -327,16 +331,7 @@ func (b *Broker) Connect(c delivery.Client, req *netloop.ConnectRequest) (bool, 
 	s.awaySince = time.Time{}
 	s.will = will
 	s.receiveMax = 65535
-	code := codec.Success
-	if present {
-		// Before the record: a refusal here leaves the store as it was.
-		code = b.groupCursorsFailed(req, b.ensureGroupCursors(sh, s))
-	}
-	if code == codec.Success {
-		if err := b.putSession(sh, s, !present); err != nil {
-			code = b.connectStoreFailed(req, s, err)
-		}
-	}
+	code := b.connectWrites(sh, req, s, present, old)
 	if code != codec.Success {
 		s.expiry, s.awaySince, s.will, s.receiveMax = prevExpiry, prevAway, nil, prevReceiveMax
 		if present {
@@ -372,6 +367,51 @@ func (b *Broker) Connect(c delivery.Client, req *netloop.ConnectRequest) (bool, 
 			"client_id", req.ClientID, "will_delay", will.Delay)
 	}
 	return present, codec.Success
+}
+
+// connectWrites stores what a CONNECT must before its CONNACK: a resumed
+// session's groups' cursors (a refusal there leaves the store as it was),
+// then its record, and says how the CONNECT is answered. On a provider that
+// commits to disk, when no connection holds the session (nothing to take
+// over), they are made with the shard lock let go, behind the id's queued
+// writes (storeNow), so no call of the shard - a Holds, Acked, Unfinished or
+// Disconnected of another client - waits for this CONNECT's commit. The id
+// is claimed meanwhile: nothing else can reach the session - no connection
+// holds it, its timers are stopped, and another CONNECT for the id waits for
+// the claim; a publish that reaches it meanwhile is owed to it as to an away
+// session and handed over at the resume. A takeover still writes under the
+// lock: the replaced connection owns the session until it is kicked. sh is
+// locked on entry and on return.
+func (b *Broker) connectWrites(sh *shard, req *netloop.ConnectRequest, s *session, present bool, old delivery.Client) codec.ReasonCode {
+	var cursorsErr, putErr error
+	write := func(held *shard) error {
+		if present {
+			if cursorsErr = b.ensureGroupCursors(held, s); cursorsErr != nil {
+				return nil
+			}
+		}
+		putErr = b.putSession(held, s, !present)
+		return nil
+	}
+	if b.opts.SessionsWaitOnDisk && old == nil {
+		claim := make(chan struct{})
+		if sh.claims == nil {
+			sh.claims = make(map[string]chan struct{})
+		}
+		sh.claims[req.ClientID] = claim
+		b.storeNow(sh, req.ClientID, write)
+		delete(sh.claims, req.ClientID)
+		close(claim)
+	} else {
+		write(sh)
+	}
+	if code := b.groupCursorsFailed(req, cursorsErr); code != codec.Success {
+		return code
+	}
+	if putErr != nil {
+		return b.connectStoreFailed(req, s, putErr)
+	}
+	return codec.Success
 }
 
 // connectStoreFailed decides what a CONNECT whose session record the store

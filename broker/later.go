@@ -122,7 +122,7 @@ func (b *Broker) storeNow(sh *shard, id string, write func(held *shard) error) e
 }
 
 // lockSettled takes id's shard lock with no write of id's still queued
-// (laterWrites): what a CONNECT reads and writes follows what the id's last
+// (laterWrites) and no other CONNECT claiming the id (connectWrites): what a CONNECT reads and writes follows what the id's last
 // connection and timers left. With AwaitClient set, those writes are the
 // waiting client's, answering class, while it settles them.
 func (b *Broker) lockSettled(sh *shard, id string) (release func()) {
@@ -133,9 +133,13 @@ func (b *Broker) lockSettled(sh *shard, id string) (release func()) {
 	for {
 		b.later.settle(id)
 		sh.mu.Lock()
-		if !b.later.pending(id) {
+		claim := sh.claims[id]
+		if claim == nil && !b.later.pending(id) {
 			return release
 		}
 		sh.mu.Unlock()
+		if claim != nil {
+			<-claim // another CONNECT is storing the id's record
+		}
 	}
 }

@@ -36,6 +36,11 @@ func (g *slowSessions) gate(write string) {
 	}
 }
 
+func (g *slowSessions) Put(x store.Session) error {
+	g.gate("Put")
+	return g.Sessions.Put(x)
+}
+
 func (g *slowSessions) Update(x store.Session) error {
 	g.gate("Update")
 	return g.Sessions.Update(x)
@@ -420,5 +425,99 @@ func TestWhatAConnectedSessionWaitsForIsHandedOverFromMemory(t *testing.T) {
 	sub.waitPayloads(t, first, second)
 	if g.armed.Load() != "ReadFrom" {
 		t.Fatal("the next delivery was read from the log")
+	}
+}
+
+// A CONNECT's record is stored with the shard lock let go: another client of
+// the shard is never held by its commit, and the CONNECT is answered once
+// the record is stored - for a session begun new (Put) and one resumed
+// (Update).
+func TestAConnectsRecordBeingStoredNeverHoldsAnotherClientOfItsShard(t *testing.T) {
+	for _, write := range []string{"Put", "Update"} {
+		t.Run(write, func(t *testing.T) {
+			b, g := sqliteBroker(t, Options{})
+			one, two := shardmates(b)
+			other := &ackClient{id: two}
+			connectAs(t, b, other, true, 60, nil)
+			if write == "Update" {
+				first := &ackClient{id: one}
+				connectAs(t, b, first, true, 60, nil)
+				b.Subscribe(first, []byte("t"), delivery.SubscribeOptions{QoS: 1})
+				b.Disconnected(first, 60, true)
+				b.later.wait()
+			}
+			slow := &ackClient{id: one}
+			g.armed.Store(write)
+			type answer struct {
+				present bool
+				code    codec.ReasonCode
+			}
+			answered := make(chan answer, 1)
+			go func() {
+				present, code, _ := connectAs(t, b, slow, write == "Put", 60, nil)
+				answered <- answer{present, code}
+			}()
+			within(t, "the CONNECT's record write starting", g.entered)
+			returnsWhileGated(t, "another client's Holds", func() { b.Holds(other, 1) })
+			returnsWhileGated(t, "another client's Acked", func() { b.Acked(other, logRef(1, "")) })
+			returnsWhileGated(t, "another client's disconnect", func() { b.Disconnected(other, 60, true) })
+			select {
+			case a := <-answered:
+				t.Fatalf("the CONNECT was answered (%v, 0x%02x) before its record was stored", a.present, byte(a.code))
+			default:
+			}
+			if write == "Update" {
+				// Published while the record is being written: owed to the
+				// session, handed over once it is connected.
+				publish(b, "p", "t", "meanwhile", 1, false)
+			}
+			g.release()
+			a := <-answered
+			if a.code != codec.Success || a.present != (write == "Update") {
+				t.Fatalf("CONNECT answered present %v 0x%02x", a.present, byte(a.code))
+			}
+			if write == "Update" {
+				slow.waitPayloads(t, "meanwhile")
+			}
+			b.later.wait()
+			if st, ok, err := g.Get(one); err != nil || !ok || !st.DisconnectedAt.IsZero() {
+				t.Fatalf("stored %+v %v %v, want the connected session", st, ok, err)
+			}
+		})
+	}
+}
+
+// A CONNECT for an id whose record another CONNECT is storing waits for it:
+// it finds the session that one made and takes it over.
+func TestASecondConnectWaitsForTheFirstsRecord(t *testing.T) {
+	b, g := sqliteBroker(t, Options{})
+	first := &fakeClient{id: "dev"}
+	g.armed.Store("Put")
+	firstDone := make(chan codec.ReasonCode, 1)
+	go func() {
+		_, code, _ := connectAs(t, b, first, true, 60, nil)
+		firstDone <- code
+	}()
+	within(t, "the first CONNECT's record write starting", g.entered)
+	secondDone := make(chan bool, 1)
+	go func() {
+		present, code, _ := connectAs(t, b, &ackClient{id: "dev"}, false, 60, nil)
+		if code != codec.Success {
+			t.Errorf("second CONNECT 0x%02x", byte(code))
+		}
+		secondDone <- present
+	}()
+	g.release()
+	if code := <-firstDone; code != codec.Success {
+		t.Fatalf("first CONNECT 0x%02x", byte(code))
+	}
+	if !<-secondDone {
+		t.Fatal("the second CONNECT did not find the session the first stored")
+	}
+	first.mu.Lock()
+	kicked := first.kicked
+	first.mu.Unlock()
+	if kicked != codec.SessionTakenOver {
+		t.Fatalf("the first connection was kicked 0x%02x, want 0x8E", byte(kicked))
 	}
 }
