@@ -1,0 +1,183 @@
+// Package engine is the seam between the broker and what serves a topic: the
+// broadcast engine (live fan-out, the broadcast log for kept sessions, shared
+// groups, retained values) for every topic no channel claims, and one engine
+// per channel kind - append, latest, queue (RFC 0002 "Channels") - for the
+// topics a channel's filter holds.
+//
+// Today the broker serves broadcast itself (broker/broadcast_*.go) and routes
+// to a plugged engine every topic a channel's filter holds (broker/routes.go).
+//
+// The broker keeps what MQTT says belongs to a client id - its session, its
+// connection, its Will, its expiry - and decides who owns what (invariant 17).
+// An engine keeps what it serves: records, positions, offers, leases, its
+// QoS 2 holds in its own store. The broker hands it a publish whose topic it
+// holds, the subscriptions that reach it, a session's resume, detach and end,
+// and every acknowledgement of a delivery it made, found by the delivery's
+// Ref.Kind. An engine reaches the broker only through its Host, never
+// *Broker.
+//
+// A leaf: it imports codec, netloop/delivery, store and broker/clock, never
+// broker, so an engine package imports it and the broker imports the engines.
+package engine
+
+import (
+	"log/slog"
+
+	"github.com/saguin-edge/saguin/broker/clock"
+	"github.com/saguin-edge/saguin/codec"
+	"github.com/saguin-edge/saguin/netloop/delivery"
+	"github.com/saguin-edge/saguin/store"
+)
+
+// Engine serves the topics one channel's filter holds (or, for broadcast,
+// every topic none does). Methods are called from the connections' loops and
+// the broker's timers, concurrently for different sessions; broker/LOCKS.md
+// says which broker lock is held across each. None may block on a client.
+type Engine interface {
+	// Kind is the kind of Ref this engine stamps on its deliveries; an
+	// acknowledgement carrying it comes back here.
+	Kind() delivery.Kind
+	// Name is the channel's name ("" for broadcast): Ref.Name of a channel
+	// delivery, the label of its metrics.
+	Name() string
+	// Filters are the channel's filters (braces expanded): every topic one
+	// of them holds most exactly is this engine's (RFC 0002 "Which channel
+	// a topic belongs to"). Broadcast has none: it serves the rest.
+	Filters() []string
+
+	// Publish takes a publish whose topic this engine holds, QoS 0 or 1, or
+	// one of the broker's own publishers (a Will, a bridge) at any QoS, which
+	// are never held (RFC 0003). The code answers the PUBACK: 0x00 once
+	// stored as far as the provider promises (append record, latest value,
+	// queue job, broadcast log copy for kept sessions), never after any
+	// subscriber (invariant 16).
+	Publish(publisher string, p *codec.Publish) (codec.ReasonCode, string)
+	// Waits reports whether Publish of p would wait on a disk commit, so
+	// netloop runs it off the loop. Asked on the loop: cheap, never blocks.
+	Waits(publisher string, p *codec.Publish) bool
+
+	// Holder is where this engine keeps a QoS 2 publish between PUBREC and
+	// PUBREL: the channel's own store for a channel (its provider's bound
+	// counts it; RFC 0002 "Exactly-once publishes: broker.qos2"), the
+	// broadcast log's for broadcast. The broker writes the hold there
+	// (Holder.Hold) and lists them at Restore (Holder.Held).
+	Holder() store.Holder
+	// Release completes a held exchange in one store operation - the record
+	// written at the engine's next position and the hold deleted together
+	// (store.Holder.ReleaseHeld, after whatever the engine must store first,
+	// such as a retained value) - and answers the PUBCOMP. It does not
+	// deliver: Released does, with no broker lock held. store.ErrNotFound
+	// when nothing is held under the key; a refusal for room (0x97) keeps
+	// the hold for the re-sent PUBREL.
+	Release(h store.Held) (Released, codec.ReasonCode, string, error)
+	// Released delivers what Release wrote, to live subscribers at once and
+	// to kept sessions by their positions. The topic is never resolved again
+	// (RFC 0003 "Exactly once"): it is this engine's.
+	Released(r Released)
+
+	// Subscribe adds one subscription of s that reaches this engine (a plain
+	// filter, or a shared group's, which the filter's Share names), recorded
+	// before the SUBACK; the engine starts serving it per its rules (append:
+	// start/position and Retain Handling; latest: the state pass; queue: one
+	// worker of the form). The broker has stored the filter with the session
+	// already. A code above 0x80 refuses it (RFC 0002's SUBACK table).
+	Subscribe(s Session, f Filter) (codec.ReasonCode, string)
+	// Unsubscribe drops s's subscription filter, if this engine serves it.
+	Unsubscribe(s Session, filter string)
+	// Resume hands the engine s's new connection: what it owes s goes out
+	// first (carried are the deliveries s's last connection left unfinished
+	// with this engine's Ref.Kind, sent again under their identifiers), then
+	// from its positions. At a broker start the sessions come back away.
+	Resume(s Session, c delivery.Client, carried []delivery.Unfinished)
+	// Detach: s's connection is gone and the session kept. In-flight leases
+	// go back (queue), positions are taken for writing (append), nothing is
+	// sent until Resume.
+	Detach(s Session)
+	// End: s is gone for good (expiry, Clean Start, takeover of a session
+	// that ended with its connection). Its positions, leases and
+	// subscriptions here go with it.
+	End(s Session)
+	// Ack is a client's acknowledgement of a delivery this engine made,
+	// carrying the Ref the engine stamped on it. Stale refs (a superseded
+	// attempt, another era) change nothing (invariant 3).
+	Ack(s Session, ref delivery.Ref, stage AckStage)
+
+	// Restore loads what the engine's stores kept, before the first
+	// connection; the broker restores sessions first and hands the engine
+	// its subscriptions through Subscribe with Session.Restoring set.
+	Restore() error
+	// Close stops the engine's timers and writers and stores what it still
+	// holds in memory (positions), waiting for them: nothing of its runs
+	// against the stores once it returns. The stores are closed after it.
+	Close() error
+}
+
+// Released is what Release wrote: the record at its offset in the engine's
+// store, as the publisher sent it.
+type Released struct {
+	Publisher string
+	Record    store.Record
+	// Live is false for a record whose Message Expiry ran out while held:
+	// written, counted, delivered to nobody.
+	Live bool
+}
+
+// AckStage is which acknowledgement of a delivery came back.
+type AckStage uint8
+
+const (
+	// AckPuback finishes a QoS 1 delivery.
+	AckPuback AckStage = iota + 1
+	// AckPubrec is a QoS 2 delivery's receipt: its PUBREL follows, and
+	// an engine that keeps state stores the receipt first.
+	AckPubrec
+	// AckPubcomp finishes a QoS 2 delivery.
+	AckPubcomp
+)
+
+// Session is one client id's session as the broker lends it to an engine
+// for one call. The broker owns it; an engine keeps the id, never the value.
+type Session interface {
+	ClientID() string
+	// Kept reports whether the session outlives its connection (a
+	// non-zero Session Expiry): only a kept session holds positions.
+	Kept() bool
+	// Restoring is true while the broker replays stored sessions at a start:
+	// nothing is delivered, the engine only rebuilds what it serves.
+	Restoring() bool
+}
+
+// Filter is one subscription as the broker granted it.
+type Filter struct {
+	// Filter is the subscription's filter as subscribed, "$share/<g>/"
+	// included; Inner is its topic filter, without the share prefix.
+	Filter, Inner string
+	// Share is the shared group's name, "" for a plain subscription.
+	Share   string
+	Options delivery.SubscribeOptions
+	// New is false when the session already held this filter (Retain
+	// Handling 1 sends nothing then).
+	New bool
+	// Properties are the SUBSCRIBE's User Properties (saguin-filter,
+	// saguin-deletions), packet-level: the same for every filter of it.
+	Properties []codec.UserProperty
+}
+
+// Host is what the broker gives an engine (Broker.Host): the clock, a
+// logger, the broker's topic limits and the connection serving a session,
+// looked up by id. Nothing on it takes a lock an engine could be holding
+// while the broker calls it. An engine counts in its own metrics.
+type Host interface {
+	// Clock is the broker's (broker.Options.Clock): timers an engine arms
+	// - visibility timeouts, backoff, the offer tick - come from it, so a
+	// test advances a fake one.
+	Clock() clock.Clock
+	// Logger is the broker's, with the channel's name on every line.
+	Logger() *slog.Logger
+	// Client is the connection that owns clientID's session now, nil when
+	// it is away or ended: the one an engine may deliver to (invariant 17).
+	Client(clientID string) delivery.Client
+	// CheckTopic applies the broker's limits to a topic (max_topic_length,
+	// max_topic_levels), as Publish would.
+	CheckTopic(t []byte) (codec.ReasonCode, string)
+}
