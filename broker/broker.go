@@ -100,7 +100,10 @@ type Broker struct {
 	retained store.Retained
 	bcast    backlog
 	shares   shares
-	budgets  *budgets // nil when neither publish_rate nor publish_bytes is set
+	// routes sends a topic a channel claims to its engine, every other one
+	// to broadcast (routes.go).
+	routes  routes
+	budgets *budgets // nil when neither publish_rate nor publish_bytes is set
 	// later orders the writes no client waits on per client id, off the
 	// event loops, on a provider that commits to disk.
 	later laterWrites
@@ -189,6 +192,18 @@ func (s *session) ownedBy(c delivery.Client) bool {
 	ref := s.client.Load()
 	return ref != nil && ref.c == c
 }
+
+// A session as an engine sees it (engine.Session): the broker lends it for
+// one call.
+func (s *session) ClientID() string { return s.id }
+func (s *session) Kept() bool       { return s.expiry > 0 }
+func (s *session) Restoring() bool  { return false }
+
+// restoringSession is a session being replayed at Restore: engines rebuild
+// what they serve for it and deliver nothing.
+type restoringSession struct{ *session }
+
+func (restoringSession) Restoring() bool { return true }
 
 // clientRef boxes the interface so it can sit in an atomic.Pointer.
 type clientRef struct{ c delivery.Client }
@@ -348,6 +363,7 @@ func (b *Broker) Connect(c delivery.Client, req *netloop.ConnectRequest) (bool, 
 		b.sendCarried(s, c, s.carry)
 		b.drainShares(s, c)
 		b.bcast.pump(s, c)
+		b.resumeChannels(s, c)
 	}
 	releaseCarry(s.carry)
 	clear(s.carry)
@@ -464,6 +480,7 @@ func (b *Broker) Disconnected(c delivery.Client, sessionExpiry uint32, graceful 
 	s.client.Store(nil)
 	s.gen++
 	done, cursor := b.bcast.detach(s)
+	b.detachChannels(s)
 	b.storeLater(sh, id, func(*shard) { b.storeCursor(id, done, cursor) })
 	if b.stopping.Load() {
 		// A broker stopping is not a device dying: the session is kept as a
@@ -568,6 +585,7 @@ func (b *Broker) endSession(sh *shard, s *session, why string, later bool) {
 		b.dropHold(s, pid)
 	}
 	b.bcast.end(s)
+	b.endChannels(s)
 	if sh.sessions[s.id] == s {
 		delete(sh.sessions, s.id)
 	}
@@ -627,8 +645,12 @@ func (b *Broker) Publish(c delivery.Client, p *codec.Publish) (codec.ReasonCode,
 	if err := codec.CheckPayloadFormat(p); err != nil {
 		return b.refusePublish(c.ClientID(), p, codec.PayloadFormatInvalid, "Payload Format Indicator says UTF-8 and the payload is not")
 	}
+	eng := b.routes.target(p.Topic) // nil: broadcast
 	if p.QoS == 2 {
-		return b.hold(c, p) // routed at its PUBREL (Release)
+		return b.hold(c, p, eng) // routed at its PUBREL (Release), by the engine it held it for
+	}
+	if eng != nil {
+		return eng.Publish(c.ClientID(), p)
 	}
 	return b.route(c.ClientID(), p)
 }
@@ -655,6 +677,16 @@ func (b *Broker) refusePublish(clientID string, p *codec.Publish, code codec.Rea
 func (b *Broker) logRefusal(clientID string, p *codec.Publish, code codec.ReasonCode, why string) (codec.ReasonCode, string) {
 	b.log.Warn("publish refused", "client_id", clientID, "topic", string(p.Topic), "qos", p.QoS, "code", code.String(), "why", why)
 	return code, why
+}
+
+// publishAs is a publish the broker makes for a client - its Will - routed
+// to the engine its topic belongs to and never held, at any QoS (RFC 0003
+// "Exactly once": Sagüin's own publishers are never held).
+func (b *Broker) publishAs(publisher string, p *codec.Publish) (codec.ReasonCode, string) {
+	if eng := b.routes.target(p.Topic); eng != nil {
+		return eng.Publish(publisher, p)
+	}
+	return b.route(publisher, p)
 }
 
 // route is the broadcast publish path every publisher takes - a client, a
@@ -843,6 +875,15 @@ func (b *Broker) Subscribe(c delivery.Client, f []byte, o delivery.SubscribeOpti
 		s.quotaSaid = false
 		b.counters.Subscriptions.Add(1)
 	}
+	// The channels the filter reaches serve it too; one refusing a new
+	// filter (RFC 0002's SUBACK table) has it forgotten again.
+	if code, why := b.subscribeChannels(s, filter, sub, !existed); code != codec.Success {
+		if !existed {
+			b.forgetRefused(sh, s, filter)
+		}
+		sh.mu.Unlock()
+		return code, why
+	}
 	// Taken over meanwhile: the session holds what was stored, and its new
 	// connection is sent nothing on this one's behalf.
 	mine := s.ownedBy(c)
@@ -870,6 +911,24 @@ func (b *Broker) Subscribe(c delivery.Client, f []byte, o delivery.SubscribeOpti
 		b.sendRetained(c, s, filter, sub)
 	}
 	return codec.ReasonCode(sub.qos), ""
+}
+
+// forgetRefused takes back a new filter a channel engine refused after it was
+// stored: from the engines it reached, the store and the session. Shard lock
+// held (let go across the write, storeNow).
+func (b *Broker) forgetRefused(sh *shard, s *session, filter string) {
+	b.unsubscribeChannels(s, filter)
+	err := b.storeNow(sh, s.id, func(*shard) error {
+		_, err := b.sessions.Unsubscribe(s.id, filter)
+		return err
+	})
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
+		b.storageFailed("forgetting a subscription a channel refused", s.id, err)
+	}
+	if _, ok := s.filters[filter]; ok {
+		delete(s.filters, filter)
+		b.counters.Subscriptions.Add(-1)
+	}
 }
 
 // Unsubscribe removes one filter: 0x00, or 0x11 when the session held none.
@@ -904,6 +963,7 @@ func (b *Broker) Unsubscribe(c delivery.Client, f []byte) codec.ReasonCode {
 	}
 	delete(s.filters, filter)
 	b.counters.Subscriptions.Add(-1)
+	b.unsubscribeChannels(s, filter)
 	if strings.HasPrefix(filter, topic.SharePrefix) {
 		b.leaveShare(filter, s)
 	} else {
@@ -937,6 +997,7 @@ func (b *Broker) Close() {
 		close(b.done)
 		b.bcast.full.stop()
 		b.wg.Wait()
+		b.closeEngines()
 		b.later.wait()
 		b.bcast.commit()
 		for i := range b.shards {

@@ -30,6 +30,9 @@ import (
 // its topic reaches through the subscription index the first phases filled,
 // as a publish does.
 func (b *Broker) Restore() error {
+	if err := b.restoreEngines(); err != nil {
+		return err
+	}
 	r := &restoring{now: b.now()}
 	if err := b.restoreRecords(r); err != nil {
 		return err
@@ -58,6 +61,7 @@ func (b *Broker) Restore() error {
 	if err := b.restoreExpired(r, returnedBy); err != nil {
 		return err
 	}
+	b.resubscribeChannels()
 	b.restoreWills(r)
 	b.counters.SessionsRestored.Add(uint64(len(r.kept)))
 	if r.stored > 0 {
@@ -179,33 +183,6 @@ func (b *Broker) restoreIndex(r *restoring) {
 		}
 		sh.mu.Unlock()
 	}
-}
-
-// restoreHolds gives exactly-once publishes held for a session that came
-// back to it; one whose session did not is dropped and counted.
-func (b *Broker) restoreHolds() error {
-	held, err := b.bcast.log.Held()
-	if err != nil {
-		return fmt.Errorf("reading the held exactly-once publishes: %w", err)
-	}
-	for _, h := range held {
-		sh := b.shard(h.ClientID)
-		sh.mu.Lock()
-		if s := sh.sessions[h.ClientID]; s != nil {
-			if s.holds == nil {
-				s.holds = make(map[uint16]heldPublish)
-			}
-			s.holds[h.PacketID] = heldPublish{at: h.HeldAt, rec: h.Record}
-			b.counters.QoS2Held.Add(1)
-		} else if _, err := b.bcast.log.DropHeld(h.ClientID, h.PacketID); err != nil {
-			sh.mu.Unlock()
-			return fmt.Errorf("dropping the held publishes of session %q, which did not come back: %w", h.ClientID, err)
-		} else {
-			b.counters.QoS2Abandoned.Add(1)
-		}
-		sh.mu.Unlock()
-	}
-	return nil
 }
 
 // restoreWindows reads each kept session's stored window: the QoS 2

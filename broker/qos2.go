@@ -2,6 +2,8 @@ package broker
 
 import (
 	"errors"
+	"fmt"
+	"github.com/saguin-edge/saguin/broker/engine"
 	"time"
 
 	"github.com/saguin-edge/saguin/codec"
@@ -10,22 +12,28 @@ import (
 )
 
 // heldPublish is one exactly-once publish of a session between its PUBREC and
-// its PUBREL. The record is also held in the broadcast log's store (Hold),
-// with no offset; this copy is what the release routes.
+// its PUBREL. The record is also held, with no offset, in the store of the
+// engine its topic resolved to at the PUBLISH - the channel's for a channel,
+// the broadcast log's for broadcast (RFC 0002 "Exactly-once publishes:
+// broker.qos2") - and released there, never resolved again (RFC 0003).
 type heldPublish struct {
 	at  time.Time
 	rec store.Record
+	// eng is the channel engine holding it, nil for broadcast; this copy is
+	// what broadcast's release routes.
+	eng engine.Engine
 	// releasing: its release is being written (Release), with no lock
 	// held; nothing else drops it meanwhile.
 	releasing bool
 }
 
-// hold takes ownership of a QoS 2 broadcast at its PUBREC without routing it:
-// the message waits in the broadcast log's store, with no offset, until its
-// PUBREL (RFC 0003 "Exactly once"). Refused 0x97 past
+// hold takes ownership of a QoS 2 publish at its PUBREC without routing it:
+// the message waits with no offset, until its PUBREL (RFC 0003 "Exactly
+// once"), in the store of eng, the channel engine its topic resolved to, or
+// for broadcast (eng nil) in the broadcast log's. Refused 0x97 past
 // broker.qos2.max_inflight_per_client or when the provider has no room, before
 // ownership is taken; the connection is left alone.
-func (b *Broker) hold(c delivery.Client, p *codec.Publish) (codec.ReasonCode, string) {
+func (b *Broker) hold(c delivery.Client, p *codec.Publish, eng engine.Engine) (codec.ReasonCode, string) {
 	id := c.ClientID()
 	sh := b.shard(id)
 	sh.mu.Lock()
@@ -47,13 +55,16 @@ func (b *Broker) hold(c delivery.Client, p *codec.Publish) (codec.ReasonCode, st
 	rec := recordOf(p, id, now)
 	held := store.Held{ClientID: id, PacketID: p.PacketID, HeldAt: now, Record: rec}
 	err := b.storeNow(sh, id, func(locked *shard) error {
+		if eng != nil {
+			return eng.Holder().Hold(held)
+		}
 		return b.withRoom(locked, "an exactly-once publish", func() error { return b.bcast.log.Hold(held) })
 	})
 	defer sh.mu.Unlock()
 	s.holding--
 	if err != nil {
 		if store.IsFull(err) {
-			return b.refusePublish(id, p, codec.QuotaExceeded, "the broadcast log's provider is full")
+			return b.refusePublish(id, p, codec.QuotaExceeded, holderName(eng)+"'s provider is full")
 		}
 		b.storageFailed("holding an exactly-once publish", id, err)
 		return b.refusePublish(id, p, codec.ImplementationSpecificError, "the store could not hold the message")
@@ -69,7 +80,7 @@ func (b *Broker) hold(c delivery.Client, p *codec.Publish) (codec.ReasonCode, st
 	if s.holds == nil {
 		s.holds = make(map[uint16]heldPublish)
 	}
-	s.holds[p.PacketID] = heldPublish{at: now, rec: rec}
+	s.holds[p.PacketID] = heldPublish{at: now, rec: rec, eng: eng}
 	b.counters.QoS2Held.Add(1)
 	return codec.Success, ""
 }
@@ -115,6 +126,9 @@ func (b *Broker) Release(c delivery.Client, packetID uint16) (codec.ReasonCode, 
 	// written with the lock let go (storeNow).
 	h.releasing = true
 	s.holds[packetID] = h
+	if h.eng != nil {
+		return b.releaseToChannel(sh, s, packetID, h)
+	}
 	var p codec.Publish
 	live := publishOf(&h.rec, b.now(), &p)
 	code, why := codec.Success, ""
@@ -184,13 +198,115 @@ func (b *Broker) expireHolds(s *session, now time.Time) {
 // dropHold forgets one hold, in the store too, counted as abandoned; no
 // client waits for the store's part (storeLater). Shard lock held.
 func (b *Broker) dropHold(s *session, pid uint16) {
-	delete(s.holds, pid)
 	id := s.id
+	holder := store.Holder(b.bcast.log)
+	if h := s.holds[pid]; h.eng != nil {
+		holder = h.eng.Holder()
+	}
+	delete(s.holds, pid)
 	b.storeLater(nil, id, func(*shard) {
-		if _, err := b.bcast.log.DropHeld(id, pid); err != nil {
+		if _, err := holder.DropHeld(id, pid); err != nil {
 			b.storageFailed("dropping an abandoned exactly-once publish", id, err)
 		}
 	})
 	b.counters.QoS2Held.Add(-1)
 	b.counters.QoS2Abandoned.Add(1)
+}
+
+// holderName names where eng keeps its holds, for a refusal's reason.
+func holderName(eng engine.Engine) string {
+	if eng == nil {
+		return "the broadcast log"
+	}
+	return "channel " + eng.Name()
+}
+
+// releaseToChannel completes h, held for a channel engine, in that engine's
+// store in one operation (engine.Release), with the shard lock let go across
+// the write as for broadcast, and has the engine deliver what it wrote once
+// the lock is let go. h is marked releasing. Shard lock held; let go on
+// return.
+func (b *Broker) releaseToChannel(sh *shard, s *session, packetID uint16, h heldPublish) (codec.ReasonCode, string) {
+	id := s.id
+	var rel engine.Released
+	code, why := codec.Success, ""
+	err := b.storeNow(sh, id, func(*shard) error {
+		var err error
+		rel, code, why, err = h.eng.Release(store.Held{ClientID: id, PacketID: packetID, HeldAt: h.at, Record: h.rec})
+		return err
+	})
+	if err != nil || code != codec.Success {
+		// Kept for the re-sent PUBREL (a channel at max_bytes: 0x97).
+		h.releasing = false
+		if _, kept := s.holds[packetID]; kept {
+			s.holds[packetID] = h
+		}
+	}
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		if _, kept := s.holds[packetID]; kept {
+			delete(s.holds, packetID)
+			b.counters.QoS2Held.Add(-1)
+		}
+		sh.mu.Unlock()
+		return codec.PacketIdentifierNotFound, ""
+	case err != nil:
+		sh.mu.Unlock()
+		if store.IsFull(err) {
+			return codec.QuotaExceeded, holderName(h.eng) + " has no room"
+		}
+		b.storageFailed("releasing an exactly-once publish", id, err)
+		return codec.ImplementationSpecificError, "the store could not write the release"
+	case code != codec.Success:
+		sh.mu.Unlock()
+		return code, why
+	}
+	if _, kept := s.holds[packetID]; kept {
+		delete(s.holds, packetID)
+		b.counters.QoS2Held.Add(-1)
+	}
+	sh.mu.Unlock()
+	h.eng.Released(rel)
+	return codec.Success, ""
+}
+
+// restoreHolds gives every session that came back its exactly-once publishes
+// held in each engine's store - the broadcast log's, then every channel's -
+// each remembering the engine it is held for; one whose session did not come
+// back is dropped there and counted.
+func (b *Broker) restoreHolds() error {
+	holders := []struct {
+		eng    engine.Engine
+		holder store.Holder
+	}{{nil, b.bcast.log}}
+	for _, e := range b.routes.engines() {
+		holders = append(holders, struct {
+			eng    engine.Engine
+			holder store.Holder
+		}{e, e.Holder()})
+	}
+	for _, x := range holders {
+		held, err := x.holder.Held()
+		if err != nil {
+			return fmt.Errorf("reading the exactly-once publishes %s holds: %w", holderName(x.eng), err)
+		}
+		for _, h := range held {
+			sh := b.shard(h.ClientID)
+			sh.mu.Lock()
+			if s := sh.sessions[h.ClientID]; s != nil {
+				if s.holds == nil {
+					s.holds = make(map[uint16]heldPublish)
+				}
+				s.holds[h.PacketID] = heldPublish{at: h.HeldAt, rec: h.Record, eng: x.eng}
+				b.counters.QoS2Held.Add(1)
+			} else if _, err := x.holder.DropHeld(h.ClientID, h.PacketID); err != nil {
+				sh.mu.Unlock()
+				return fmt.Errorf("dropping the held publishes of session %q, which did not come back: %w", h.ClientID, err)
+			} else {
+				b.counters.QoS2Abandoned.Add(1)
+			}
+			sh.mu.Unlock()
+		}
+	}
+	return nil
 }

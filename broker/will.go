@@ -62,7 +62,7 @@ func (b *Broker) publishWill(clientID string, w *store.Will, cause WillCause) {
 		b.log.Warn("Will not published", "client_id", clientID, "code", code.String(), "why", why)
 		return
 	}
-	if code, why := b.route(clientID, &p); code != codec.Success {
+	if code, why := b.publishAs(clientID, &p); code != codec.Success {
 		b.log.Warn("Will not published", "client_id", clientID, "code", code.String(), "why", why)
 		return
 	}

@@ -1,0 +1,282 @@
+package broker
+
+import (
+	"errors"
+	"fmt"
+	"github.com/saguin-edge/saguin/broker/clock"
+	"github.com/saguin-edge/saguin/codec"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"unsafe"
+
+	"github.com/saguin-edge/saguin/broker/engine"
+	"github.com/saguin-edge/saguin/codec/topic"
+	"github.com/saguin-edge/saguin/netloop/delivery"
+)
+
+// routes says which engine serves a topic (RFC 0002 "Which channel a topic
+// belongs to"): the channel whose filter holds it most exactly, or, for a
+// topic no channel claims, broadcast. Engines are plugged before Restore and
+// the table is fixed from then on, so a publish reads it with one atomic
+// load and no lock; with no channel plugged that load is all the broadcast
+// path pays.
+type routes struct {
+	// mu orders Plug against Restore's sealing (LOCKS.md row 1).
+	mu     sync.Mutex
+	sealed bool
+	// table is nil while no channel is plugged; replaced whole by Plug.
+	table atomic.Pointer[topic.Table[engine.Engine]]
+	// channels are the plugged engines, in plugging order; byName finds
+	// one by the channel an acknowledgement's Ref names (replaced whole too).
+	channels atomic.Pointer[[]engine.Engine]
+	byName   atomic.Pointer[map[string]engine.Engine]
+}
+
+// ErrPlugged refuses a Plug after Restore, or of a filter another engine
+// holds already.
+var ErrPlugged = errors.New("broker: engine not plugged")
+
+// Plug adds a channel engine serving every topic its filters hold most
+// exactly. Refused after Restore (the table is what every session was
+// restored against) and on a filter another engine holds; a refused Plug
+// changes nothing.
+func (b *Broker) Plug(e engine.Engine) error {
+	filters := e.Filters()
+	r := &b.routes
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.sealed {
+		return fmt.Errorf("%w: channel %q: engines are plugged before Restore", ErrPlugged, e.Name())
+	}
+	if e.Kind() == delivery.KindNone || e.Kind() == delivery.KindBroadcast {
+		return fmt.Errorf("%w: channel %q: a channel engine is append, latest or queue", ErrPlugged, e.Name())
+	}
+	names := map[string]engine.Engine{}
+	if old := r.byName.Load(); old != nil {
+		for k, v := range *old {
+			names[k] = v
+		}
+	}
+	if _, dup := names[e.Name()]; dup {
+		return fmt.Errorf("%w: channel %q is plugged already", ErrPlugged, e.Name())
+	}
+	if len(filters) == 0 {
+		return fmt.Errorf("%w: channel %q holds no filter", ErrPlugged, e.Name())
+	}
+	// Built anew, so that a refusal leaves the table in use as it was and a
+	// publisher never reads a table being added to.
+	next := new(topic.Table[engine.Engine])
+	if old := r.table.Load(); old != nil {
+		old.Each(func(f string, v engine.Engine) bool {
+			_ = next.Add(f, v) // added once already
+			return true
+		})
+	}
+	for _, f := range filters {
+		if err := next.Add(f, e); err != nil {
+			return fmt.Errorf("%w: channel %q: %w", ErrPlugged, e.Name(), err)
+		}
+	}
+	names[e.Name()] = e
+	r.byName.Store(&names)
+	var all []engine.Engine
+	if old := r.channels.Load(); old != nil {
+		all = append(all, *old...)
+	}
+	all = append(all, e)
+	r.channels.Store(&all)
+	r.table.Store(next)
+	return nil
+}
+
+// seal fixes the table at Restore; a later Plug is refused.
+func (r *routes) seal() {
+	r.mu.Lock()
+	r.sealed = true
+	r.mu.Unlock()
+}
+
+// target is the channel engine holding topic t, nil for broadcast. It
+// allocates nothing: the table keeps no reference to t.
+func (r *routes) target(t []byte) engine.Engine {
+	tab := r.table.Load()
+	if tab == nil {
+		return nil
+	}
+	_, e, ok := tab.Lookup(unsafe.String(unsafe.SliceData(t), len(t)))
+	if !ok {
+		return nil
+	}
+	return e
+}
+
+// reach calls fn for every channel engine a subscription filter is served
+// from (topic.Table.Reach), once each however many of its filters it is.
+func (r *routes) reach(filter string, fn func(e engine.Engine)) {
+	tab := r.table.Load()
+	if tab == nil {
+		return
+	}
+	var seen []engine.Engine
+	tab.Reach(filter, func(_ string, e engine.Engine, _ bool) {
+		for _, x := range seen {
+			if x == e {
+				return
+			}
+		}
+		seen = append(seen, e)
+		fn(e)
+	})
+}
+
+// byRef is the channel engine that made the delivery ref names, nil for a
+// broadcast one (or none plugged under that name).
+func (r *routes) byRef(ref delivery.Ref) engine.Engine {
+	if ref.Kind == delivery.KindBroadcast || ref.Kind == delivery.KindNone {
+		return nil
+	}
+	names := r.byName.Load()
+	if names == nil {
+		return nil
+	}
+	e := (*names)[ref.Name]
+	if e == nil || e.Kind() != ref.Kind {
+		return nil
+	}
+	return e
+}
+
+// engines are the channel engines plugged, in plugging order; nil for none.
+// The caller does not change the slice.
+func (r *routes) engines() []engine.Engine {
+	if all := r.channels.Load(); all != nil {
+		return *all
+	}
+	return nil
+}
+
+// restoreEngines fixes the table and has every channel engine load what its
+// stores kept, before any session comes back or a Will at the start is
+// published into one.
+func (b *Broker) restoreEngines() error {
+	b.routes.seal()
+	for _, e := range b.routes.engines() {
+		if err := e.Restore(); err != nil {
+			return fmt.Errorf("restoring channel %q: %w", e.Name(), err)
+		}
+	}
+	return nil
+}
+
+// resubscribeChannels hands every channel engine the subscriptions of the
+// sessions restored that reach it, marked restoring: nothing is delivered
+// until a session's connection resumes it.
+func (b *Broker) resubscribeChannels() {
+	if b.routes.table.Load() == nil {
+		return
+	}
+	for i := range b.shards {
+		sh := &b.shards[i]
+		sh.mu.Lock()
+		for _, s := range sh.sessions {
+			for f, sub := range s.filters {
+				b.subscribeChannels(restoringSession{s}, f, sub, false)
+			}
+		}
+		sh.mu.Unlock()
+	}
+}
+
+// subscribeChannels hands one subscription of s to every channel engine its
+// filter reaches, and answers the first refusal among them (0x00 when none
+// refuses or none is reached). Shard lock held.
+func (b *Broker) subscribeChannels(s engine.Session, filter string, sub subscription, isNew bool) (codec.ReasonCode, string) {
+	f := engine.Filter{Filter: filter, Inner: filter, New: isNew, Options: delivery.SubscribeOptions{
+		QoS: sub.qos, NoLocal: sub.noLocal, RetainAsPublished: sub.retainAsPublished,
+		RetainHandling: sub.retainHandling, SubscriptionID: sub.id}}
+	if group, inner, ok, _ := topic.SplitShared(filter); ok {
+		f.Share, f.Inner = group, inner
+	}
+	code, why := codec.Success, ""
+	b.routes.reach(f.Inner, func(e engine.Engine) {
+		if c, w := e.Subscribe(s, f); c >= 0x80 && code == codec.Success {
+			code, why = c, w
+		}
+	})
+	return code, why
+}
+
+// unsubscribeChannels drops s's filter from every channel engine it reached.
+// Shard lock held.
+func (b *Broker) unsubscribeChannels(s *session, filter string) {
+	inner := filter
+	if _, in, ok, _ := topic.SplitShared(filter); ok {
+		inner = in
+	}
+	b.routes.reach(inner, func(e engine.Engine) { e.Unsubscribe(s, filter) })
+}
+
+// Each of the session's moments, told every channel engine: they keep their
+// own subscribers, and one with nothing of s's does nothing. Shard lock held.
+func (b *Broker) resumeChannels(s *session, c delivery.Client) {
+	for _, e := range b.routes.engines() {
+		e.Resume(s, c, nil)
+	}
+}
+
+func (b *Broker) detachChannels(s *session) {
+	for _, e := range b.routes.engines() {
+		e.Detach(s)
+	}
+}
+
+func (b *Broker) endChannels(s *session) {
+	for _, e := range b.routes.engines() {
+		e.End(s)
+	}
+}
+
+// closeEngines closes every channel engine, each failure logged.
+func (b *Broker) closeEngines() {
+	for _, e := range b.routes.engines() {
+		if err := e.Close(); err != nil {
+			b.log.Error("closing a channel engine", "channel", e.Name(), "error", err)
+		}
+	}
+}
+
+// Host is what an engine built for this broker is given (engine.Host): its
+// clock, a logger naming the channel, its topic limits and the connection
+// that owns a session now.
+func (b *Broker) Host(channel string) engine.Host {
+	return host{b: b, log: b.log.With("channel", channel)}
+}
+
+type host struct {
+	b   *Broker
+	log *slog.Logger
+}
+
+func (h host) Clock() clock.Clock   { return h.b.opts.Clock }
+func (h host) Logger() *slog.Logger { return h.log }
+func (h host) CheckTopic(t []byte) (codec.ReasonCode, string) {
+	return h.b.checkTopic(t)
+}
+
+// Client takes the session's shard lock for the map lookup only (LOCKS.md):
+// an engine asks with none of its own locks held that it also takes inside a
+// call the broker makes under a shard lock.
+func (h host) Client(clientID string) delivery.Client {
+	sh := h.b.shard(clientID)
+	sh.mu.Lock()
+	s := sh.sessions[clientID]
+	sh.mu.Unlock()
+	if s == nil {
+		return nil
+	}
+	if ref := s.client.Load(); ref != nil {
+		return ref.c
+	}
+	return nil
+}
