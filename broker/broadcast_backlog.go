@@ -2,6 +2,7 @@ package broker
 
 import (
 	"errors"
+	"github.com/saguin-edge/saguin/broker/engine"
 	"math"
 	"sort"
 	"strings"
@@ -759,6 +760,9 @@ func (l *backlog) sendOne(s *session, c delivery.Client, e *store.BroadcastEntry
 // packet identifier) before the PUBREL goes, so a restart resumes the
 // exchange with the PUBREL and never sends the message again.
 func (b *Broker) Received(c delivery.Client, r delivery.Ref, packetID uint16) bool {
+	if e := b.routes.byRef(r); e != nil {
+		return b.ackChannel(c, e, r, engine.AckReceived)
+	}
 	offset := r.N // 0, a shared group's hand-off from memory, is owed by nobody
 	sh := b.shard(c.ClientID())
 	sh.mu.Lock()
@@ -813,6 +817,10 @@ func (s *session) deliveryFor(r *store.Record) (d delivery.Delivery, ok bool) {
 // the window place it gives back may let a group the client is a member of
 // drain.
 func (b *Broker) Acked(c delivery.Client, r delivery.Ref) {
+	if e := b.routes.byRef(r); e != nil {
+		b.ackChannel(c, e, r, engine.AckFinished)
+		return
+	}
 	offset := r.N
 	sh := b.shard(c.ClientID())
 	sh.mu.Lock()

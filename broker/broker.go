@@ -363,7 +363,7 @@ func (b *Broker) Connect(c delivery.Client, req *netloop.ConnectRequest) (bool, 
 		b.sendCarried(s, c, s.carry)
 		b.drainShares(s, c)
 		b.bcast.pump(s, c)
-		b.resumeChannels(s, c)
+		b.resumeChannels(s, c, s.carry)
 	}
 	releaseCarry(s.carry)
 	clear(s.carry)
@@ -577,7 +577,7 @@ func (b *Broker) endSession(sh *shard, s *session, why string, later bool) {
 	// as a connection-bound member's does (RFC 0003 "Broadcast": any ending),
 	// before the session leaves them.
 	back := b.takeShared(s)
-	b.returnToGroups(s, s.carry)
+	b.returnToGroups(s, broadcastOnly(s.carry))
 	b.dropFilters(s)
 	releaseCarry(s.carry)
 	s.carry = nil

@@ -22,7 +22,7 @@ func (b *Broker) Unfinished(c delivery.Client, u []delivery.Unfinished) {
 	case ref != nil && s.ownedBy(c) && s.expiry == 0:
 		// The session ends with this connection: what its groups handed it
 		// goes back to them or is dropped (MQTT 5 4.8.2).
-		b.returnToGroups(s, u)
+		b.returnToGroups(s, broadcastOnly(u))
 	case ref != nil && s.ownedBy(c):
 		// Still its own: kept for whichever connection resumes it.
 		releaseCarry(s.carry)
@@ -33,10 +33,11 @@ func (b *Broker) Unfinished(c delivery.Client, u []delivery.Unfinished) {
 	case ref != nil && s.takenFrom == c:
 		// Taken over while these were out: the resuming connection has them.
 		b.sendCarried(s, ref.c, u)
+		b.resumeChannels(s, ref.c, u)
 	default:
 		// Its session already ended (taken over by a Clean Start, or one
 		// that ended with its connection): the groups get theirs back.
-		b.returnToGroups(nil, u)
+		b.returnToGroups(nil, broadcastOnly(u))
 	}
 }
 
@@ -46,6 +47,9 @@ func (b *Broker) Unfinished(c delivery.Client, u []delivery.Unfinished) {
 func (b *Broker) sendCarried(s *session, c delivery.Client, u []delivery.Unfinished) {
 	o := &s.owed
 	for _, x := range u {
+		if isChannel(x.Delivery.Ref) {
+			continue // its engine's to send again (resumeChannels)
+		}
 		if off := x.Delivery.Ref.N; off != 0 {
 			i := o.find(off)
 			if i < 0 {

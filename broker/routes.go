@@ -219,10 +219,61 @@ func (b *Broker) unsubscribeChannels(s *session, filter string) {
 
 // Each of the session's moments, told every channel engine: they keep their
 // own subscribers, and one with nothing of s's does nothing. Shard lock held.
-func (b *Broker) resumeChannels(s *session, c delivery.Client) {
+// carried are what s's last connection left unfinished: each engine is
+// handed its own (by Ref.Kind and Ref.Name) to send again first.
+func (b *Broker) resumeChannels(s *session, c delivery.Client, carried []delivery.Unfinished) {
 	for _, e := range b.routes.engines() {
-		e.Resume(s, c, nil)
+		e.Resume(s, c, carriedFor(e, carried))
 	}
+}
+
+// isChannel: r names a delivery a channel engine made.
+func isChannel(r delivery.Ref) bool {
+	return r.Kind != delivery.KindNone && r.Kind != delivery.KindBroadcast
+}
+
+// carriedFor is the part of u that e made, nil for none.
+func carriedFor(e engine.Engine, u []delivery.Unfinished) []delivery.Unfinished {
+	var mine []delivery.Unfinished
+	for _, x := range u {
+		if x.Delivery.Ref.Kind == e.Kind() && x.Delivery.Ref.Name == e.Name() {
+			mine = append(mine, x)
+		}
+	}
+	return mine
+}
+
+// broadcastOnly is u without the deliveries channel engines made: u itself,
+// uncopied, when it holds none (always, with no channel plugged).
+func broadcastOnly(u []delivery.Unfinished) []delivery.Unfinished {
+	for i := range u {
+		if isChannel(u[i].Delivery.Ref) {
+			out := append([]delivery.Unfinished(nil), u[:i]...)
+			for _, x := range u[i+1:] {
+				if !isChannel(x.Delivery.Ref) {
+					out = append(out, x)
+				}
+			}
+			return out
+		}
+	}
+	return u
+}
+
+// ackChannel hands e an acknowledgement of a delivery it made, under the
+// session's shard lock. A connection that no longer owns the session changes
+// nothing (invariant 17); the answer is whether c still owns it (for a
+// PUBREC: whether c sends the PUBREL).
+func (b *Broker) ackChannel(c delivery.Client, e engine.Engine, r delivery.Ref, stage engine.AckStage) bool {
+	sh := b.shard(c.ClientID())
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	s := sh.sessions[c.ClientID()]
+	if !s.ownedBy(c) {
+		return false
+	}
+	e.Ack(s, r, stage)
+	return true
 }
 
 func (b *Broker) detachChannels(s *session) {

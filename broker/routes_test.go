@@ -6,6 +6,7 @@ import (
 	"slices"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/saguin-edge/saguin/broker/engine"
 	"github.com/saguin-edge/saguin/codec"
@@ -27,7 +28,15 @@ type channel struct {
 	published []string // topics of what Publish took
 	released  []string // payloads of what Released delivered
 	subs      []string // filters Subscribe was handed
+	acks      []ack
+	carried   []delivery.Ref // Refs Resume was handed back
 	restored  int
+}
+
+type ack struct {
+	client string
+	ref    delivery.Ref
+	stage  engine.AckStage
 }
 
 func newChannel(t *testing.T, p store.Provider, name string, filters ...string) *channel {
@@ -72,13 +81,25 @@ func (c *channel) Subscribe(_ engine.Session, f engine.Filter) (codec.ReasonCode
 	return codec.ReasonCode(f.Options.QoS), ""
 }
 
-func (c *channel) Unsubscribe(engine.Session, string)                            {}
-func (c *channel) Resume(engine.Session, delivery.Client, []delivery.Unfinished) {}
-func (c *channel) Detach(engine.Session)                                         {}
-func (c *channel) End(engine.Session)                                            {}
-func (c *channel) Ack(engine.Session, delivery.Ref, engine.AckStage)             {}
-func (c *channel) Close() error                                                  { return nil }
-func (c *channel) Restore() error                                                { c.mu.Lock(); c.restored++; c.mu.Unlock(); return nil }
+func (c *channel) Unsubscribe(engine.Session, string) {}
+func (c *channel) Resume(_ engine.Session, _ delivery.Client, u []delivery.Unfinished) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, x := range u {
+		c.carried = append(c.carried, x.Delivery.Ref)
+	}
+}
+
+func (c *channel) Detach(engine.Session) {}
+func (c *channel) End(engine.Session)    {}
+func (c *channel) Ack(s engine.Session, r delivery.Ref, stage engine.AckStage) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.acks = append(c.acks, ack{s.ClientID(), r, stage})
+}
+
+func (c *channel) Close() error   { return nil }
+func (c *channel) Restore() error { c.mu.Lock(); c.restored++; c.mu.Unlock(); return nil }
 func (c *channel) took() (published, released, subs []string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -286,5 +307,51 @@ func TestAnEnginesHostFindsTheConnectionThatOwnsASessionNow(t *testing.T) {
 	}
 	if code, _ := h.CheckTopic([]byte("$SYS/x")); code != codec.NotAuthorized {
 		t.Fatalf("the host's topic check answered 0x%02x for $SYS, want the broker's 0x87", byte(code))
+	}
+}
+
+func TestAnAcknowledgementFindsTheChannelEngineItsRefNames(t *testing.T) {
+	ch := newChannel(t, openMemory(t), "orders", "orders/#")
+	b := channelBroker(t, newStores(t, 0), ch)
+	c := &ackClient{id: "w"}
+	connectAs(t, b, c, true, 60, nil)
+	mine := delivery.Ref{Kind: delivery.KindAppend, Name: "orders", N: 5, Attempt: 1}
+	if !b.Received(c, mine, 11) {
+		t.Fatal("the owning connection is told not to send the PUBREL")
+	}
+	b.Acked(c, mine)
+	b.Acked(c, delivery.Ref{Kind: delivery.KindAppend, Name: "other", N: 5}) // no such channel
+	b.Acked(c, delivery.Ref{Kind: delivery.KindQueue, Name: "orders", N: 5}) // not the kind it is
+	newer := &ackClient{id: "w"}
+	connectAs(t, b, newer, false, 60, nil)
+	b.Acked(c, mine) // from the connection taken over: changes nothing (invariant 17)
+	ch.mu.Lock()
+	got := slices.Clone(ch.acks)
+	ch.mu.Unlock()
+	want := []ack{{"w", mine, engine.AckReceived}, {"w", mine, engine.AckFinished}}
+	if !slices.Equal(got, want) {
+		t.Fatalf("the channel was handed %v, want %v", got, want)
+	}
+}
+
+func TestWhatAConnectionLeftUnfinishedGoesBackToTheEngineThatMadeIt(t *testing.T) {
+	ch := newChannel(t, openMemory(t), "orders", "orders/#")
+	b := channelBroker(t, newStores(t, 0), ch)
+	c := &ackClient{id: "w"}
+	connectAs(t, b, c, true, 60, nil)
+	m := delivery.NewMessage(&codec.Publish{Topic: []byte("orders/1"), Payload: []byte("job")}, time.Now)
+	mine := delivery.Ref{Kind: delivery.KindAppend, Name: "orders", N: 3}
+	b.Unfinished(c, []delivery.Unfinished{{Msg: m, Delivery: delivery.Delivery{QoS: 1, PacketID: 4, Ref: mine}}})
+	b.Disconnected(c, 60, false)
+	back := &ackClient{id: "w"}
+	connectAs(t, b, back, false, 60, nil)
+	ch.mu.Lock()
+	carried := slices.Clone(ch.carried)
+	ch.mu.Unlock()
+	if !slices.Equal(carried, []delivery.Ref{mine}) {
+		t.Fatalf("the channel was handed back %v, want its own delivery", carried)
+	}
+	if got := back.payloads(); len(got) != 0 {
+		t.Fatalf("the broker sent a channel's delivery itself: %v", got)
 	}
 }

@@ -86,8 +86,10 @@ type Engine interface {
 	Unsubscribe(s Session, filter string)
 	// Resume hands the engine s's new connection: what it owes s goes out
 	// first (carried are the deliveries s's last connection left unfinished
-	// with this engine's Ref.Kind, sent again under their identifiers), then
-	// from its positions. At a broker start the sessions come back away.
+	// with this engine's Ref.Kind and Name, sent again under their
+	// identifiers), then from its positions. The carried messages are the
+	// broker's: an engine keeping one past the call takes a reference
+	// (Message.Retain). At a broker start the sessions come back away.
 	Resume(s Session, c delivery.Client, carried []delivery.Unfinished)
 	// Detach: s's connection is gone and the session kept. In-flight leases
 	// go back (queue), positions are taken for writing (append), nothing is
@@ -126,13 +128,12 @@ type Released struct {
 type AckStage uint8
 
 const (
-	// AckPuback finishes a QoS 1 delivery.
-	AckPuback AckStage = iota + 1
-	// AckPubrec is a QoS 2 delivery's receipt: its PUBREL follows, and
-	// an engine that keeps state stores the receipt first.
-	AckPubrec
-	// AckPubcomp finishes a QoS 2 delivery.
-	AckPubcomp
+	// AckReceived is a QoS 2 delivery's PUBREC: its PUBREL follows, and an
+	// engine that keeps state stores the receipt first.
+	AckReceived AckStage = iota + 1
+	// AckFinished ends a delivery: a QoS 1 PUBACK or a QoS 2 PUBCOMP (the
+	// engine knows which QoS it sent).
+	AckFinished
 )
 
 // Session is one client id's session as the broker lends it to an engine
