@@ -146,7 +146,7 @@ type session struct {
 	will *store.Will
 	// timer ends the session at its expiry, or publishes its Will.
 	timer clock.Timer
-	// owed is what the session is owed from the broadcast log (backlog.go).
+	// owed is what the session is owed from the broadcast log (broadcast_backlog.go).
 	owed owedList
 	// done are the stored window entries of QoS 2 deliveries completed since
 	// the last commit, forgotten with the cursor's next write.
@@ -173,10 +173,10 @@ type session struct {
 	// made with the shard lock let go (backlog.pumpOff).
 	pumping bool
 	// group is set on the stand-in session a shared group keeps in the index
-	// (share.go); nil on every client's session.
+	// (broadcast_share.go); nil on every client's session.
 	group *shareGroup
 	// groups are the shared groups s is a member of: an acknowledgement
-	// from a member may let their backlogs drain (sharedrain.go). Guarded by
+	// from a member may let their backlogs drain (broadcast_sharedrain.go). Guarded by
 	// the shard lock and the shares lock together; either one reads.
 	groups []*shareGroup
 }
