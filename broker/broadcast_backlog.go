@@ -2,13 +2,13 @@ package broker
 
 import (
 	"errors"
-	"github.com/saguin-edge/saguin/broker/engine"
 	"math"
 	"sort"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/saguin-edge/saguin/broker/engine"
 	"github.com/saguin-edge/saguin/codec"
 	"github.com/saguin-edge/saguin/codec/topic"
 	"github.com/saguin-edge/saguin/netloop/delivery"

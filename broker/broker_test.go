@@ -1,13 +1,13 @@
 package broker
 
 import (
-	"github.com/saguin-edge/saguin/broker/brokertest"
 	"hash/maphash"
 	"log/slog"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/saguin-edge/saguin/broker/brokertest"
 	"github.com/saguin-edge/saguin/broker/clock"
 	"github.com/saguin-edge/saguin/codec"
 	"github.com/saguin-edge/saguin/netloop"

@@ -3,9 +3,9 @@ package broker
 import (
 	"errors"
 	"fmt"
-	"github.com/saguin-edge/saguin/broker/engine"
 	"time"
 
+	"github.com/saguin-edge/saguin/broker/engine"
 	"github.com/saguin-edge/saguin/codec"
 	"github.com/saguin-edge/saguin/netloop/delivery"
 	"github.com/saguin-edge/saguin/store"

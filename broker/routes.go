@@ -3,14 +3,14 @@ package broker
 import (
 	"errors"
 	"fmt"
-	"github.com/saguin-edge/saguin/broker/clock"
-	"github.com/saguin-edge/saguin/codec"
 	"log/slog"
 	"sync"
 	"sync/atomic"
 	"unsafe"
 
+	"github.com/saguin-edge/saguin/broker/clock"
 	"github.com/saguin-edge/saguin/broker/engine"
+	"github.com/saguin-edge/saguin/codec"
 	"github.com/saguin-edge/saguin/codec/topic"
 	"github.com/saguin-edge/saguin/netloop/delivery"
 )
@@ -22,7 +22,7 @@ import (
 // load and no lock; with no channel plugged that load is all the broadcast
 // path pays.
 type routes struct {
-	// mu orders Plug against Restore's sealing (LOCKS.md row 1).
+	// mu orders Plug against Restore's sealing (LOCKS.md row 0).
 	mu     sync.Mutex
 	sealed bool
 	// table is nil while no channel is plugged; replaced whole by Plug.

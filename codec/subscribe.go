@@ -2,6 +2,7 @@ package codec
 
 import (
 	"bytes"
+
 	"github.com/saguin-edge/saguin/codec/topic"
 )
 

@@ -1,8 +1,9 @@
 package config
 
 import (
-	"github.com/saguin-edge/saguin/config/defaults"
 	"time"
+
+	"github.com/saguin-edge/saguin/config/defaults"
 )
 
 // MQTT's own ceilings, which several keys are held to.

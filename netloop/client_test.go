@@ -2,7 +2,6 @@ package netloop_test
 
 import (
 	"errors"
-	"github.com/saguin-edge/saguin/broker/brokertest"
 	"io"
 	"log/slog"
 	"net"
@@ -10,6 +9,7 @@ import (
 	"time"
 
 	"github.com/saguin-edge/saguin/broker"
+	"github.com/saguin-edge/saguin/broker/brokertest"
 	"github.com/saguin-edge/saguin/codec"
 	"github.com/saguin-edge/saguin/netloop"
 )

@@ -12,13 +12,13 @@ package netloop
 import (
 	"errors"
 	"fmt"
-	"github.com/saguin-edge/saguin/config/defaults"
 	"io/fs"
 	"log/slog"
 	"runtime"
 	"time"
 
 	"github.com/saguin-edge/saguin/broker/clock"
+	"github.com/saguin-edge/saguin/config/defaults"
 )
 
 // Door kinds served here. TLS and WebSocket doors feed the same Conn state

@@ -10,8 +10,9 @@
 package store
 
 import (
-	"github.com/saguin-edge/saguin/codec/topic"
 	"time"
+
+	"github.com/saguin-edge/saguin/codec/topic"
 )
 
 // Header is one MQTT 5 User Property of a record. Headers are kept as an

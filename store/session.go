@@ -1,9 +1,10 @@
 package store
 
 import (
-	"github.com/saguin-edge/saguin/codec/topic"
 	"strings"
 	"time"
+
+	"github.com/saguin-edge/saguin/codec/topic"
 )
 
 // Session is a persistent MQTT session as the store keeps it (RFC 0002
