@@ -31,6 +31,7 @@ type channel struct {
 	acks      []ack
 	carried   []delivery.Ref // Refs Resume was handed back
 	restored  int
+	onDisk    bool // what Waits answers
 }
 
 type ack struct {
@@ -53,7 +54,7 @@ func (c *channel) Name() string         { return c.name }
 func (c *channel) Filters() []string    { return c.filters }
 func (c *channel) Holder() store.Holder { return c.log }
 func (c *channel) Waits(string, *codec.Publish) bool {
-	return false
+	return c.onDisk
 }
 
 func (c *channel) Publish(_ string, p *codec.Publish) (codec.ReasonCode, string) {
@@ -353,5 +354,32 @@ func TestWhatAConnectionLeftUnfinishedGoesBackToTheEngineThatMadeIt(t *testing.T
 	}
 	if got := back.payloads(); len(got) != 0 {
 		t.Fatalf("the broker sent a channel's delivery itself: %v", got)
+	}
+}
+
+func TestWhetherAPublishToAChannelWaitsOnDiskIsItsEngines(t *testing.T) {
+	ch := newChannel(t, openMemory(t), "orders", "orders/#")
+	ch.onDisk = true
+	st := newStores(t, 0)
+	b, err := New(Options{Sessions: st.sessions, Retained: st.retained, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(b.Close)
+	if err := b.Plug(ch); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Restore(); err != nil {
+		t.Fatal(err)
+	}
+	c := &ackClient{id: "p"}
+	for _, qos := range []byte{0, 1, 2} {
+		if !b.Waits(c, delivery.CallPublish, &codec.Publish{QoS: qos, Topic: []byte("orders/1")}, delivery.Ref{}) {
+			t.Fatalf("QoS %d to a channel on disk stays on the loop", qos)
+		}
+		// Broadcast on memory stores: never off the loop.
+		if b.Waits(c, delivery.CallPublish, &codec.Publish{QoS: qos, Topic: []byte("fleet/1")}, delivery.Ref{}) {
+			t.Fatalf("QoS %d broadcast on memory stores leaves the loop", qos)
+		}
 	}
 }

@@ -11,7 +11,8 @@ import (
 // that commits to disk. netloop asks it on the loop for every such packet, so
 // it takes no lock a store write holds and writes nothing.
 //
-// A publish is decided by what it will store, its topic known: a retained
+// A publish to a channel's topic is its engine's to decide (engine.Waits).
+// A broadcast publish is decided by what it will store, its topic known: a retained
 // value; a QoS 2 hold (written before the PUBREC); at QoS 1, a broadcast-log
 // append, made only when a session that outlives its connection is reached
 // at QoS 1 or 2 or a shared group with such a member is (logsFor). A QoS 1
@@ -25,6 +26,9 @@ func (b *Broker) Waits(c delivery.Client, call delivery.Call, p *codec.Publish, 
 	sessions, retained := b.opts.SessionsWaitOnDisk, b.opts.RetainedWaitOnDisk
 	switch call {
 	case delivery.CallPublish:
+		if eng := b.routes.target(p.Topic); eng != nil {
+			return eng.Waits(c.ClientID(), p) // its store keeps it, a QoS 2 hold too
+		}
 		switch {
 		case p.Retain && retained:
 			return true

@@ -52,8 +52,9 @@ type Engine interface {
 	// queue job, broadcast log copy for kept sessions), never after any
 	// subscriber (invariant 16).
 	Publish(publisher string, p *codec.Publish) (codec.ReasonCode, string)
-	// Waits reports whether Publish of p would wait on a disk commit, so
-	// netloop runs it off the loop. Asked on the loop: cheap, never blocks.
+	// Waits reports whether Publish of p - at QoS 2, its hold in Holder -
+	// would wait on a disk commit, so netloop runs it off the loop. Asked on
+	// the loop: cheap, never blocks.
 	Waits(publisher string, p *codec.Publish) bool
 
 	// Holder is where this engine keeps a QoS 2 publish between PUBREC and
