@@ -42,6 +42,10 @@ type shareGroup struct {
 	saved uint64
 	// queued: the group is in shares.pending.
 	queued bool
+	// handing counts hand-overs to members whose window entries are
+	// queued to be stored (storeHandOver): the group's cursor is not stored
+	// past them until they are, so a restart owes them to the member.
+	handing int
 }
 
 // durable reports whether a member's session outlives its connection: only
@@ -268,13 +272,14 @@ func (b *Broker) drainShares(s *session, c delivery.Client) {
 		}
 	}
 	b.shares.mu.Unlock()
-	var handed []store.InFlight
 	for _, g := range groups {
 		b.shares.mu.Lock()
 		owed := g.standIn.owed
 		g.standIn.owed = owedList{}
 		b.shares.mu.Unlock()
 		now := b.now()
+		var handed []store.InFlight
+		var taken []uint64
 		for _, e := range owed.entries {
 			got, err := b.bcast.log.ReadFrom(e.offset, 1, nil)
 			if err != nil || len(got) == 0 || got[0].Offset != e.offset {
@@ -286,9 +291,15 @@ func (b *Broker) drainShares(s *session, c delivery.Client) {
 				b.counters.SharesDroppedExpired.Add(1)
 				continue
 			}
-			if e.returned && !b.takeReturned(g.key, e.offset) {
-				b.bcast.unown(e.offset) // already handed over
-				continue
+			if e.returned {
+				if b.opts.SessionsWaitOnDisk {
+					// The group's list says it holds the row: taken
+					// with the window's write, off the lock.
+					taken = append(taken, e.offset)
+				} else if !b.takeReturned(g.key, e.offset) {
+					b.bcast.unown(e.offset) // already handed over
+					continue
+				}
 			}
 			b.counters.SharesDrained.Add(1)
 			if j := b.bcast.owe(s, e.offset, e.size); j >= 0 {
@@ -299,16 +310,46 @@ func (b *Broker) drainShares(s *session, c delivery.Client) {
 			}
 		}
 		b.bcast.markDirty(s)
+		b.storeHandOver(s, g, taken, handed)
 	}
-	// The member's window says which group handed it what, before the
-	// group's cursor passes them at the next commit: a restart owes them to
-	// the member again rather than to nobody (notes-0004
-	// "session_inflight"; a crash between the two re-sends, at least once).
-	if len(handed) > 0 {
-		if err := b.sessions.AddInFlight(s.id, handed); err != nil {
-			b.storageFailed("storing what a shared group handed a member", s.id, err)
+}
+
+// storeHandOver stores what group g handed member s: the returned rows it
+// took and the window entries saying which group handed it what, before the
+// group's cursor passes them (a restart owes them to the member again
+// rather than to nobody, notes-0004 "session_inflight"; a crash between the
+// two re-sends, at least once). Shard lock of s held. On a provider that
+// commits to disk the write is queued on s's client id (storeLater) and made
+// with no lock held, so no call of the shard waits for it; g.handing keeps
+// the group's cursor where it is until it is stored. On a memory provider it
+// is made now.
+func (b *Broker) storeHandOver(s *session, g *shareGroup, taken []uint64, window []store.InFlight) {
+	if len(taken) == 0 && len(window) == 0 {
+		return
+	}
+	write := func() {
+		for _, off := range taken {
+			b.takeReturned(g.key, off)
+		}
+		if len(window) > 0 {
+			if err := b.sessions.AddInFlight(s.id, window); err != nil {
+				b.storageFailed("storing what a shared group handed a member", s.id, err)
+			}
 		}
 	}
+	if !b.opts.SessionsWaitOnDisk {
+		write()
+		return
+	}
+	b.shares.mu.Lock()
+	g.handing++
+	b.shares.mu.Unlock()
+	b.later.add(s.id, func() {
+		write()
+		b.shares.mu.Lock()
+		g.handing--
+		b.shares.mu.Unlock()
+	})
 }
 
 // sendShared sends s's owed entry j, a message the group key held for its
@@ -431,8 +472,8 @@ func (b *Broker) saveGroupCursors() {
 	next := b.bcast.log.Next()
 	b.shares.mu.Lock()
 	for _, g := range b.shares.groups {
-		if !g.durable() {
-			continue
+		if !g.durable() || g.handing > 0 {
+			continue // a hand-over is being stored: the next commit
 		}
 		c := g.cursor(next)
 		if c != g.saved {

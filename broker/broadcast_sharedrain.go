@@ -223,16 +223,16 @@ func (b *Broker) handHeadTo(g *shareGroup, s *session, head owedEntry, e *store.
 	b.shares.mu.Unlock()
 	b.counters.SharesDrained.Add(1)
 	b.bcast.markDirty(s)
+	var taken []uint64
 	if head.returned {
-		b.takeReturned(g.key, head.offset)
+		taken = []uint64{head.offset}
 	}
+	var window []store.InFlight
 	if j >= 0 && s.expiry > 0 {
 		// As a resume's drain: the member's window says the group handed it
 		// this, so a restart owes it to the member rather than to nobody.
-		err := b.sessions.AddInFlight(s.id, []store.InFlight{{Offset: e.Offset, PacketID: d.PacketID, QoS: e.QoS, ShareGroup: g.key}})
-		if err != nil {
-			b.storageFailed("storing what a shared group handed a member", s.id, err)
-		}
+		window = []store.InFlight{{Offset: e.Offset, PacketID: d.PacketID, QoS: e.QoS, ShareGroup: g.key}}
 	}
+	b.storeHandOver(s, g, taken, window)
 	return true, false
 }

@@ -521,3 +521,34 @@ func TestASecondConnectWaitsForTheFirstsRecord(t *testing.T) {
 		t.Fatalf("the first connection was kicked 0x%02x, want 0x8E", byte(kicked))
 	}
 }
+
+// A shared group's backlog handed to a member that resumes is stored in the
+// member's window with no shard lock held: neither the CONNECT nor another
+// client of the shard waits for that commit, and the window holds the
+// hand-over once it is made.
+func TestASharedGroupsHandOverNeverHoldsAnotherClientOfItsShard(t *testing.T) {
+	b, g := sqliteBroker(t, Options{})
+	one, two := shardmates(b)
+	member, other := &ackClient{id: one}, &ackClient{id: two}
+	connectAs(t, b, member, true, 60, nil)
+	if code, _ := b.Subscribe(member, []byte("$share/g/t"), delivery.SubscribeOptions{QoS: 1}); code.IsError() {
+		t.Fatalf("SUBSCRIBE 0x%02x", byte(code))
+	}
+	b.Disconnected(member, 60, true)
+	connectAs(t, b, other, true, 60, nil)
+	publish(b, "p", "t", "held", 1, false) // the group's only member is away: held
+	g.armed.Store("AddInFlight")
+	member = &ackClient{id: one}
+	returnsWhileGated(t, "the member's resuming CONNECT", func() { connectAs(t, b, member, false, 60, nil) })
+	within(t, "the hand-over's write starting", g.entered)
+	returnsWhileGated(t, "another client's Holds", func() { b.Holds(other, 1) })
+	returnsWhileGated(t, "another client's Acked", func() { b.Acked(other, logRef(1, "")) })
+	returnsWhileGated(t, "another client's disconnect", func() { b.Disconnected(other, 60, true) })
+	g.release()
+	member.waitPayloads(t, "held")
+	b.later.wait()
+	window, err := g.InFlight(one)
+	if err != nil || len(window) != 1 || window[0].ShareGroup != "$share/g/t" {
+		t.Fatalf("stored window %+v %v, want the group's hand-over", window, err)
+	}
+}
