@@ -8,7 +8,8 @@ BENCHTIME ?= 1s
 SOAKTIME  ?= 30s
 CONFIG    ?= examples/saguin.yaml
 
-.PHONY: build licenses test test-deps vet fuzz bench bench-full bench-deps microbench demo soak clean
+# dist, deb-check and arm-test: see docs/packaging.md.
+.PHONY: dist deb-check arm-test build licenses test test-deps vet fuzz bench bench-full bench-deps microbench demo soak clean
 
 build:
 	$(GO) build -o $(BIN) ./cmd/saguin
@@ -66,5 +67,22 @@ demo: build
 soak:
 	SAGUIN_SOAK=$(SOAKTIME) $(GO) test -count=1 -run 'Soak|Fault' -timeout 30m ./...
 
+# The release: saguin for linux amd64, arm64 and armhf (cgo, statically
+# linked), the man page, a .deb per architecture made with nfpm, and
+# dist/SHA256SUMS. Needs the cross compilers test-deps installs.
+dist: test-deps
+	./scripts/dist.sh
+
+# lintian on every .deb in dist/, then the amd64 one installed with dpkg on
+# this machine, checked, removed and purged. Run as root, on a machine that
+# may get a saguin user.
+deb-check: dist
+	./scripts/deb-check.sh
+
+# The ARM builds under qemu-user-static: go vet for each target, the store
+# conformance script and the offsets past 2^32, the kill -9 restart smoke.
+arm-test: test-deps
+	./scripts/arm-test.sh
+
 clean:
-	rm -rf bin
+	rm -rf bin dist

@@ -1,12 +1,27 @@
 #!/usr/bin/env bash
-# Installs, from Debian, what the tests use beside Go: mosquitto (a reference
-# broker the plain-MQTT conformance tests also run against), mosquitto-clients
-# (mosquitto_pub/mosquitto_sub) and gcc for the cgo sqlite driver.
+# Installs, from Debian, what the tests and the release targets use beside Go:
+#   mosquitto (a reference broker the plain-MQTT conformance tests also run
+#     against, and mosquitto_passwd for make deb-check), mosquitto-clients
+#     (mosquitto_pub/mosquitto_sub), gcc for the cgo sqlite driver;
+#   for make dist: the cross compilers of arm64 and armhf with their C
+#     libraries, help2man (the man page is made from --help);
+#   for make arm-test: qemu-user-static (the ARM builds run under it);
+#   for make deb-check: lintian, and systemd for systemd-analyze verify.
 set -euo pipefail
 need=()
-command -v mosquitto >/dev/null || [ -x /usr/sbin/mosquitto ] || need+=(mosquitto)
-command -v mosquitto_pub >/dev/null || need+=(mosquitto-clients)
-command -v gcc >/dev/null || need+=(gcc)
+have() { command -v "$1" >/dev/null || [ -x "/usr/sbin/$1" ]; }
+have mosquitto || need+=(mosquitto)
+have mosquitto_pub || need+=(mosquitto-clients)
+have gcc || need+=(gcc)
+dpkg-query -W -f='${Status}' libc6-dev 2>/dev/null | grep -q 'ok installed' || need+=(libc6-dev)
+have aarch64-linux-gnu-gcc || need+=(gcc-aarch64-linux-gnu)
+[ -e /usr/aarch64-linux-gnu/lib/libc.a ] || need+=(libc6-dev-arm64-cross)
+have arm-linux-gnueabihf-gcc || need+=(gcc-arm-linux-gnueabihf)
+[ -e /usr/arm-linux-gnueabihf/lib/libc.a ] || need+=(libc6-dev-armhf-cross)
+have qemu-aarch64-static && have qemu-arm-static || need+=(qemu-user-static)
+have help2man || need+=(help2man)
+have lintian || need+=(lintian)
+have systemd-analyze || need+=(systemd)
 [ ${#need[@]} -eq 0 ] && exit 0
 sudo=""; [ "$(id -u)" = 0 ] || sudo=sudo
 export DEBIAN_FRONTEND=noninteractive
