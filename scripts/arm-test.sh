@@ -39,7 +39,7 @@ for arch in "${archs[@]}"; do
 	fi
 
 	echo "arm-test: $arch: go vet ./..."
-	env "${env[@]}" "$GO" vet -tags "$tags" ./...
+	env "${env[@]}" "$GO" vet -trimpath -tags "$tags" ./...
 
 	for pkg in memory sqlite; do
 		echo "arm-test: $arch: store/$pkg conformance script and offsets past 2^32, under $qemu"

@@ -78,6 +78,11 @@ func probe(ctx context.Context, b *Broker, scratch string) error {
 }
 
 func buildSaguin(ctx context.Context, opt Options) (string, error) {
+	// SAGUIN_BENCH_BINARY runs a given build instead - a release binary, or
+	// a wrapper starting an ARM one under qemu (docs/packaging.md).
+	if bin := os.Getenv("SAGUIN_BENCH_BINARY"); bin != "" {
+		return bin, nil
+	}
 	bin := filepath.Join(opt.BinDir, "saguin")
 	cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/saguin")
 	cmd.Dir = opt.RepoRoot
