@@ -149,3 +149,18 @@ func TestCLIMisspeltFlagIsAnsweredWithTheNearest(t *testing.T) {
 		}
 	}
 }
+
+// TestPackagedConfigurationIsValid: /etc/saguin/saguin.yaml as the .deb ships
+// it parses and passes every rule that needs no file (--route reads the
+// configuration without opening what it names; make deb-check runs the full
+// --check-config on an installed system).
+func TestPackagedConfigurationIsValid(t *testing.T) {
+	cfg, err := filepath.Abs("../packaging/saguin.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, errs, code := runCLI(t, "--route", cfg, "site/a/events/x")
+	if code != 0 || !strings.Contains(out, "broadcast") {
+		t.Fatalf("--route on packaging/saguin.yaml: exit %d, stdout %q, stderr %q", code, out, errs)
+	}
+}
