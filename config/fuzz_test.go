@@ -10,7 +10,7 @@ import (
 // never panics, and it either returns a configuration or findings, never both
 // nil. Whatever it accepts renders a document that loads again.
 func FuzzLoad(f *testing.F) {
-	for _, p := range []string{"../examples/saguin.yaml", "testdata/rfc-example.yaml"} {
+	for _, p := range []string{"../examples/saguin.yaml", "../examples/channels.yaml", "testdata/rfc-example.yaml"} {
 		if b, err := os.ReadFile(p); err == nil {
 			f.Add(b)
 		}

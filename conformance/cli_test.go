@@ -30,7 +30,7 @@ func runCLI(t *testing.T, args ...string) (stdout, stderr string, code int) {
 
 func examplesConfig(t *testing.T) string {
 	t.Helper()
-	p, err := filepath.Abs("../examples/saguin.yaml")
+	p, err := filepath.Abs("../examples/channels.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}

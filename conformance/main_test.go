@@ -115,6 +115,8 @@ type brokerConfig struct {
 	MQTT   string // lines under broker.mqtt besides listen
 	Listen string // the listen block's body; default a tcp door on 127.0.0.1:0
 	Broker string // lines under broker besides the above
+	// Channels is the channels: block's body, "" for none.
+	Channels string
 }
 
 func (c brokerConfig) yaml(dir string) string {
@@ -144,6 +146,10 @@ func (c brokerConfig) yaml(dir string) string {
 	if c.Limits != "" {
 		b.WriteString("  limits:\n")
 		b.WriteString(indent(c.Limits, "    "))
+	}
+	if c.Channels != "" {
+		b.WriteString("channels:\n")
+		b.WriteString(indent(strings.ReplaceAll(c.Channels, "$DIR", dir), "  "))
 	}
 	return b.String()
 }

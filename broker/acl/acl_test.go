@@ -8,7 +8,7 @@ import (
 	"testing"
 )
 
-// demoChannels are the channels of examples/saguin.yaml and RFC 0002's
+// demoChannels are the channels of examples/channels.yaml and RFC 0002's
 // --acl examples, with the dead-letter channel the queue derives.
 var demoChannels = []Channel{
 	{Name: "events", Type: Append, Filter: "iot/+/events/+", Filters: []string{"iot/+/events/+"}},
@@ -36,7 +36,7 @@ func loadExample(t *testing.T) *ACL {
 var aligned = regexp.MustCompile(`  +`)
 
 // TestListFormIsTheRFCExample is RFC 0002 "Explaining a decision: --acl",
-// printf 'demo\ndevice-7\nnobody\n' | saguin --acl examples/saguin.yaml.
+// printf 'demo\ndevice-7\nnobody\n' | saguin --acl examples/channels.yaml.
 func TestListFormIsTheRFCExample(t *testing.T) {
 	const rfc = `# user    role    kind     subject                verbs              rate      bytes
 demo      tour    channel  events                 write,read,seek    no bound  no bound

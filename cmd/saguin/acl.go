@@ -101,7 +101,7 @@ func runACL(args []string, stdout, stderr io.Writer) int {
 }
 
 // aclArgs accepts flags anywhere, after the operands too: the RFC's own
-// example is saguin --acl examples/saguin.yaml device-7 --json.
+// example is saguin --acl examples/channels.yaml device-7 --json.
 func aclArgs(args []string) (path string, operands []string, asJSON bool, err error) {
 	found := false
 	var ops []string

@@ -12,7 +12,7 @@ import (
 func aclConfig(t *testing.T, withACL bool) string {
 	t.Helper()
 	dir := t.TempDir()
-	src, err := os.ReadFile("../../examples/saguin.yaml")
+	src, err := os.ReadFile(exampleConfig)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -43,6 +43,11 @@ func runCheckConfig(args []string, stdout, stderr io.Writer) int {
 		summary = stderr
 	}
 	io.WriteString(summary, cfg.Summary(path))
+	// The file is valid as RFC 0002 says; what this build does not serve
+	// yet is said beside it, one line per part, and --config refuses it.
+	for _, p := range notServed(cfg) {
+		fmt.Fprintf(summary, "  not served yet: %s\n", p)
+	}
 	return 0
 }
 

@@ -9,7 +9,12 @@ import (
 	"testing"
 )
 
-const exampleConfig = "../../examples/saguin.yaml"
+// exampleConfig is the fleet example: every channel type, the operations
+// listener. demoConfig is what make demo runs, naming only what is served.
+const (
+	exampleConfig = "../../examples/channels.yaml"
+	demoConfig    = "../../examples/saguin.yaml"
+)
 
 func run(t *testing.T, args ...string) (code int, stdout, stderr string) {
 	t.Helper()

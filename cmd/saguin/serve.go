@@ -58,6 +58,14 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 	}
 	log := slog.New(slog.NewTextHandler(stdout, &slog.HandlerOptions{Level: logLevel(cfg.Broker.LogLevel)})).
 		With("broker_id", cfg.Broker.ID)
+	if parts := notServed(cfg); len(parts) > 0 {
+		// Nothing configured is ever silently ignored: a part the file
+		// names and this build cannot serve stops the start, each named.
+		for _, p := range parts {
+			log.Error("cannot start: the configuration names a part that is not served yet", "part", p)
+		}
+		return 1
+	}
 
 	// Signal handlers go in before the pid file is written, or a supervisor
 	// signalling at once would kill the broker it just started (RFC 0002).
