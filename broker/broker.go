@@ -19,6 +19,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/saguin-edge/saguin/broker/acl"
 	"github.com/saguin-edge/saguin/broker/clock"
 	"github.com/saguin-edge/saguin/codec"
 	"github.com/saguin-edge/saguin/codec/topic"
@@ -110,10 +111,16 @@ type Broker struct {
 	// stopping is set by Stop: the connections a graceful stop ends are not
 	// devices dying, so no Will falls due and no session ends for them.
 	stopping atomic.Bool
-	done     chan struct{}
-	closed   sync.Once
-	wg       sync.WaitGroup
-	counters *Counters
+	// access is the password files and the acl_file in force (access.go);
+	// nil admits everybody and allows everything. verifying: some door
+	// checks passwords, so a CONNECT runs off the event loop.
+	access          atomic.Pointer[Access]
+	verifying       atomic.Bool
+	onGrantsChanged []func()
+	done            chan struct{}
+	closed          sync.Once
+	wg              sync.WaitGroup
+	counters        *Counters
 }
 
 type shard struct {
@@ -129,8 +136,11 @@ type shard struct {
 // connection serving it while there is one. Everything but client is guarded
 // by the shard lock.
 type session struct {
-	id      string
-	client  atomic.Pointer[clientRef]
+	id     string
+	client atomic.Pointer[clientRef]
+	// who is the identity its connection's CONNECT proved, and its grants;
+	// an atomic pointer so a publish reads it without the shard lock.
+	who     atomic.Pointer[identity]
 	filters map[string]subscription
 	// gen rises at every attach and detach, so a timer armed for an older
 	// state does nothing.
@@ -287,6 +297,16 @@ func (b *Broker) shard(id string) *shard {
 // session whose expiry passed is ended first, whatever the sweep did.
 func (b *Broker) Connect(c delivery.Client, req *netloop.ConnectRequest) (bool, codec.ReasonCode) {
 	now := b.now()
+	// Credentials first, then what the acl_file says of the proved name:
+	// a wrong password is 0x86 whatever the name's roles deny, and every
+	// refusal here comes before the session is looked at.
+	who, code := b.authenticate(req)
+	if code != codec.Success {
+		return false, code
+	}
+	if code := b.admit(req, who); code != codec.Success {
+		return false, code
+	}
 	var will *store.Will
 	if req.Will != nil {
 		// A Will that could never be delivered is refused before the
@@ -297,7 +317,7 @@ func (b *Broker) Connect(c delivery.Client, req *netloop.ConnectRequest) (bool, 
 			b.log.Warn("connection refused", "client_id", req.ClientID, "code", codec.TopicNameInvalid.String(), "why", why)
 			return false, codec.TopicNameInvalid
 		}
-		will = willOf(req)
+		will = willOf(req, who.user)
 	}
 	sh := b.shard(req.ClientID)
 	release := b.lockSettled(sh, req.ClientID)
@@ -346,7 +366,7 @@ func (b *Broker) Connect(c delivery.Client, req *netloop.ConnectRequest) (bool, 
 	s.awaySince = time.Time{}
 	s.will = will
 	s.receiveMax = 65535
-	code := b.connectWrites(sh, req, s, present, old)
+	code = b.connectWrites(sh, req, s, present, old)
 	if code != codec.Success {
 		s.expiry, s.awaySince, s.will, s.receiveMax = prevExpiry, prevAway, nil, prevReceiveMax
 		if present {
@@ -372,6 +392,7 @@ func (b *Broker) Connect(c delivery.Client, req *netloop.ConnectRequest) (bool, 
 	if present {
 		s.takenFrom = old
 	}
+	s.who.Store(who)
 	s.client.Store(&clientRef{c})
 	sh.mu.Unlock()
 	if old != nil {
@@ -645,6 +666,11 @@ func (b *Broker) Publish(c delivery.Client, p *codec.Publish) (codec.ReasonCode,
 	if err := codec.CheckPayloadFormat(p); err != nil {
 		return b.refusePublish(c.ClientID(), p, codec.PayloadFormatInvalid, "Payload Format Indicator says UTF-8 and the payload is not")
 	}
+	// The structural rules have refused what they refuse; the acl_file
+	// may only narrow what is left.
+	if code, why := b.authorizePublish(c, p); code != codec.Success {
+		return code, why
+	}
 	eng := b.routes.target(p.Topic) // nil: broadcast
 	if p.QoS == 2 {
 		return b.hold(c, p, eng) // routed at its PUBREL (Release), by the engine it held it for
@@ -710,6 +736,16 @@ func (b *Broker) routeLogged(publisher string, p *codec.Publish, offset uint64, 
 	// Built at the first delivery, from the pool: what keeps it takes a
 	// reference, and routing it allocates nothing (delivery.Message).
 	var m *delivery.Message
+	// Every delivery is asked of the acl_file as it stands at this moment,
+	// not only the SUBSCRIBE that made it: a re-read applies to sessions
+	// that send no SUBSCRIBE again (RFC 0002 "What a refused client sees").
+	// One not allowed is not sent, as if acknowledged.
+	var rules *acl.ACL
+	var t, ch string
+	if a := b.access.Load(); a != nil && a.ACL != nil {
+		rules, t = a.ACL, bytesString(p.Topic)
+		ch = rules.Channel(t)
+	}
 	away := b.bcast.scratch()
 	ms := matchPool.Get().(*matches)
 	defer ms.release()
@@ -728,6 +764,9 @@ func (b *Broker) routeLogged(publisher string, p *codec.Publish, offset uint64, 
 		x := &ms.list[i]
 		if x.s.group != nil {
 			b.shareDeliver(x.s.group, p, &m, away)
+			continue
+		}
+		if rules != nil && !grantsIn(rules, x.s.who.Load(), x.s.id).Allows(ch, t, acl.Read) {
 			continue
 		}
 		qos := min(p.QoS, x.qos)
@@ -828,6 +867,23 @@ func (b *Broker) Subscribe(c delivery.Client, f []byte, o delivery.SubscribeOpti
 	if !s.ownedBy(c) {
 		sh.mu.Unlock()
 		return codec.UnspecifiedError, "the session was taken over" // between packets
+	}
+	if g := b.grantsFor(s.who.Load(), id); g != nil {
+		switch {
+		case shared && g.Denied(acl.Share):
+			// Told Shared Subscription Available 0 at CONNECT: asking
+			// anyway is a Protocol Error (MQTT 5 3.2.2.3.13).
+			sh.mu.Unlock()
+			b.log.Warn("disconnected: a $share/ SUBSCRIBE from a client denied share", "client_id", id, "filter", filter)
+			c.Kick(codec.SharedSubscriptionsNotSupported)
+			return codec.SharedSubscriptionsNotSupported, "broker: features denies this client share"
+		case !g.AllowsFilter(sharedInner(filter), acl.Read):
+			sh.mu.Unlock()
+			b.log.Warn("subscription refused", "client_id", id, "filter", filter, "code", codec.NotAuthorized.String(), "why", "the acl_file grants no read on every topic this filter reaches")
+			return codec.NotAuthorized, "not authorized: the acl_file grants this client no read on every topic the filter reaches"
+		case o.QoS == 2 && g.Denied(acl.QoS2):
+			o.QoS = 1 // granted 1, and delivered at no more than 1
+		}
 	}
 	_, existed := s.filters[filter]
 	if !existed && len(s.filters) >= b.opts.MaxSubscriptions {

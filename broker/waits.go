@@ -42,6 +42,10 @@ func (b *Broker) Waits(c delivery.Client, call delivery.Call, p *codec.Publish, 
 		return sessions && ref.Kind == delivery.KindBroadcast && ref.N != 0
 	case delivery.CallRelease, delivery.CallSubscribe:
 		return sessions || retained
+	case delivery.CallConnect:
+		// A password is verified off the loop: a $7$ verify costs a third
+		// of a millisecond, which would stall every connection of the loop.
+		return sessions || b.verifying.Load()
 	default:
 		return sessions
 	}

@@ -5,13 +5,15 @@ import (
 
 	"github.com/saguin-edge/saguin/codec"
 	"github.com/saguin-edge/saguin/netloop"
+	"github.com/saguin-edge/saguin/netloop/delivery"
 	"github.com/saguin-edge/saguin/store"
 )
 
 // willOf copies the CONNECT's Will into the form the session store keeps:
 // its own memory, its publish properties in the record encoding, its User
-// Properties as headers, and the name its client authenticated as.
-func willOf(req *netloop.ConnectRequest) *store.Will {
+// Properties as headers, and the name its client authenticated as - the
+// name the Will is asked for again, as that client, when it fires.
+func willOf(req *netloop.ConnectRequest, user string) *store.Will {
 	w := req.Will
 	sw := &store.Will{
 		Topic:    string(w.Topic),
@@ -19,7 +21,7 @@ func willOf(req *netloop.ConnectRequest) *store.Will {
 		QoS:      w.QoS,
 		Retain:   w.Retain,
 		Delay:    time.Duration(w.Properties.WillDelay) * time.Second,
-		AuthName: string(req.Username),
+		AuthName: user,
 		Props:    encodeProps(&w.Properties),
 	}
 	for _, u := range w.Properties.User {
@@ -60,6 +62,13 @@ func (b *Broker) publishWill(clientID string, w *store.Will, cause WillCause) {
 	}
 	if code, why := b.checkTopic(p.Topic); code != codec.Success {
 		b.log.Warn("Will not published", "client_id", clientID, "code", code.String(), "why", why)
+		return
+	}
+	// Asked again as its arming client: the acl_file may have been re-read
+	// since the CONNECT that armed it (RFC 0002 "What a refused client sees").
+	if !b.mayWrite(&identity{user: w.AuthName}, clientID, w.Topic) {
+		b.counters.PublishRefused.Add(delivery.ReasonOf(codec.NotAuthorized))
+		b.log.Warn("Will not published", "client_id", clientID, "user", w.AuthName, "code", codec.NotAuthorized.String(), "why", "the acl_file grants its client no write on the Will's topic")
 		return
 	}
 	if code, why := b.publishAs(clientID, &p); code != codec.Success {

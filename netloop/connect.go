@@ -188,6 +188,8 @@ type connackPlan struct {
 	capped          bool   // max_session_expiry granted less than asked
 	assigned        bool   // the client identifier is ours
 	cleanStart      bool
+	// maxQoS1, noShared: features the handler took away (ConnectRequest).
+	maxQoS1, noShared bool
 }
 
 // connectRequest is what the handler is given of cp.
@@ -213,6 +215,7 @@ func (c *Conn) attachConnected(req *ConnectRequest, plan *connackPlan) {
 		c.sessionExpiry = plan.granted
 		plan.asked = max(plan.asked, plan.granted+1) // the CONNACK tells an MQTT 5 client what it got
 	}
+	plan.maxQoS1, plan.noShared = req.MaximumQoS1, req.NoSharedSubscriptions
 	c.attached = true
 }
 
@@ -272,6 +275,14 @@ func (c *Conn) connackProps(pr *codec.Properties, plan *connackPlan, clientID st
 		pr.SessionExpiry = plan.granted
 		pr.Present.Set(codec.PropSessionExpiry)
 	}
+	if plan.maxQoS1 {
+		pr.MaximumQoS = 1
+		pr.Present.Set(codec.PropMaximumQoS)
+	}
+	if plan.noShared {
+		pr.SharedSubAvailable = 0
+		pr.Present.Set(codec.PropSharedSubAvailable)
+	}
 	if plan.serverKeepAlive {
 		pr.ServerKeepAlive = plan.keepalive
 		pr.Present.Set(codec.PropServerKeepAlive)
@@ -293,6 +304,7 @@ func (c *Conn) connackFits(sc *scratch, plan *connackPlan, clientID string) bool
 		return true
 	}
 	worst := *plan
+	worst.maxQoS1, worst.noShared = true, true // an acl_file may take either away
 	if worst.granted > 0 {
 		worst.asked = max(worst.asked, worst.granted+1)
 	}

@@ -103,4 +103,10 @@ type ConnectRequest struct {
 	// room keeps the session only as long as its connection, and the CONNACK
 	// says so (RFC 0002 "Every session's state: broker.session").
 	SessionExpiryShortened bool
+	// MaximumQoS1 and NoSharedSubscriptions are set by the handler for a
+	// client the acl_file denies qos2 or share: the CONNACK says Maximum
+	// QoS 1 and Shared Subscription Available 0 (RFC 0002 "Taking a feature
+	// away"); what the client does anyway is the handler's to refuse.
+	MaximumQoS1           bool
+	NoSharedSubscriptions bool
 }

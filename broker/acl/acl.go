@@ -722,3 +722,12 @@ func parseSize(s string) (int64, error) {
 	}
 	return n * unit, nil
 }
+
+// Unwrap lets a caller log each refusal on its own line.
+func (es Errors) Unwrap() []error {
+	out := make([]error, len(es))
+	for i, e := range es {
+		out[i] = e
+	}
+	return out
+}

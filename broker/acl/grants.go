@@ -303,3 +303,12 @@ func (g *Grants) Limits() *Limits {
 	}
 	return g.Entry.Limits
 }
+
+// Channel returns the channel holding t ("" for broadcast), by the rule the
+// broker routes with: the most exact filter holds the topic.
+func (a *ACL) Channel(t string) string {
+	if _, ch, ok := a.table.Lookup(t); ok {
+		return ch.Name
+	}
+	return ""
+}

@@ -70,7 +70,7 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 	// Signal handlers go in before the pid file is written, or a supervisor
 	// signalling at once would kill the broker it just started (RFC 0002).
 	sigs := make(chan os.Signal, 4)
-	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
+	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP, syscall.SIGUSR1)
 	defer signal.Stop(sigs)
 
 	if cfg.Broker.PIDFile != "" {
@@ -109,6 +109,15 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 		log.Error("cannot restore sessions", "error", err)
 		return 1
 	}
+	// Credentials are in force before a door opens.
+	access, errs := loadAccess(cfg)
+	if len(errs) > 0 {
+		for _, err := range errs {
+			log.Error("cannot read a credential file", "error", err)
+		}
+		return 1
+	}
+	b.SetAccess(access)
 	opts, err := netloopOptions(cfg, b, log)
 	if err != nil {
 		log.Error("cannot open the MQTT doors", "error", err)
@@ -135,6 +144,10 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 	log.Info("broker started", "config", cfg.File, "pid", os.Getpid())
 
 	for sig := range sigs {
+		if sig == syscall.SIGUSR1 {
+			reloadAccess(cfg, b, log)
+			continue
+		}
 		if sig == syscall.SIGHUP {
 			log.Warn("SIGHUP received and ignored: Sagüin does not reload on HUP; SIGUSR1 re-reads the log level and credential files, and addresses and storage need a restart")
 			continue

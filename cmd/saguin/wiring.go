@@ -11,9 +11,8 @@ import (
 )
 
 // netloopOptions maps the resolved configuration onto netloop's options.
-// What cannot be served yet (TLS and WebSocket doors, PROXY headers, password
-// and ACL files) refuses the start, rather than leave a configured door
-// closed or a configured credential check silently off.
+// What cannot be served yet (TLS and WebSocket doors, PROXY headers) refuses
+// the start naming its key, rather than leave a configured door closed.
 func netloopOptions(cfg *config.Config, b *broker.Broker, log *slog.Logger) (netloop.Options, error) {
 	l := cfg.Broker.Limits
 	o := netloop.Options{
@@ -33,13 +32,8 @@ func netloopOptions(cfg *config.Config, b *broker.Broker, log *slog.Logger) (net
 		Handler:            b,
 		Clock:              clock.Real,
 	}
-	if cfg.Broker.MQTT.ACLFile != "" {
-		return o, fmt.Errorf("broker.mqtt.acl_file: authorization is not served yet, and a broker that starts anyway lets every client do anything")
-	}
 	for _, ln := range cfg.Broker.MQTT.Listeners {
 		switch {
-		case ln.PasswordFile != "":
-			return o, fmt.Errorf("listener %s: password_file: authentication is not served yet, and a broker that starts anyway admits every client", ln.Name)
 		case ln.ProxyProtocol:
 			return o, fmt.Errorf("listener %s: proxy_protocol is not served yet", ln.Name)
 		case ln.Kind == config.KindWS:
