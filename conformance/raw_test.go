@@ -151,7 +151,7 @@ func (c *raw) expectDisconnect(code codec.ReasonCode) {
 	c.t.Helper()
 	for {
 		h, body := c.read()
-		if h.Type == codec.TypePublish || h.Type == codec.TypePuback {
+		if h.Type == codec.TypePublish || h.Type == codec.TypePuback || h.Type == codec.TypePubrec {
 			continue // deliveries and answers decided before the end
 		}
 		if h.Type != codec.TypeDisconnect {

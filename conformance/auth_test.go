@@ -1,0 +1,369 @@
+package conformance
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/saguin-edge/saguin/codec"
+)
+
+// The users every authentication test's password file holds, written by
+// Debian's mosquitto_passwd so the hashes are the ones a migration brings.
+var authUsers = map[string]string{"device-7": "pw7", "dashboard": "pwd", "sensor-1": "pws", "oncall": "pwo", "north": "pwn"}
+
+// authACL is the acl_file the tests run under: one role per rule a test
+// shows.
+const authACL = `roles:
+  device:
+    - topic: iot/%u/#
+      allow: [write, read]
+  reader:
+    - topic: alerts/#
+      allow: [read]
+  sensor:
+    - topic: s/#
+      allow: [write, read]
+    - broker: features
+      deny: [persistent, will, share, retained, qos2]
+  on-call:
+    - broker: sessions
+      allow: [disconnect]
+    - topic: "#"
+      allow: [write, read]
+  cohort:
+    - topic: c/#
+      allow: [write]
+users:
+  "device-*": [device]
+  dashboard: [reader]
+  sensor-1: [sensor]
+  oncall: [on-call]
+  north:
+    roles: [cohort]
+    client_ids: "north-*"
+`
+
+// writePasswd writes users with mosquitto_passwd (-H sha512-pbkdf2, its
+// default) into dir/clients.passwd.
+func writePasswd(t *testing.T, dir string, users map[string]string) string {
+	t.Helper()
+	bin, err := exec.LookPath("mosquitto_passwd")
+	if err != nil {
+		t.Skip("mosquitto_passwd is not installed (scripts/install-test-deps.sh)")
+	}
+	path := filepath.Join(dir, "clients.passwd")
+	first := true
+	for u, p := range users {
+		args := []string{"-b", path, u, p}
+		if first {
+			args = append([]string{"-c"}, args...)
+			first = false
+		}
+		if out, err := exec.Command(bin, args...).CombinedOutput(); err != nil {
+			t.Fatalf("mosquitto_passwd: %v %s", err, out)
+		}
+	}
+	return path
+}
+
+// authBroker starts saguin with a password file and, when acl is not "",
+// an acl_file holding it.
+func authBroker(t *testing.T, acl string, mqtt string) *brokerProc {
+	t.Helper()
+	saguinOnly(t, "the test needs a saguin started with its own password file")
+	dir := t.TempDir()
+	pw := writePasswd(t, dir, authUsers)
+	keys := "password_file: " + pw + "\n" + mqtt
+	if acl != "" {
+		os.WriteFile(filepath.Join(dir, "acl.yaml"), []byte(acl), 0o600)
+		keys += "\nacl_file: " + filepath.Join(dir, "acl.yaml")
+	}
+	return startBrokerIn(t, dir, brokerConfig{MQTT: keys})
+}
+
+func login(user, pass string) func(*codec.Connect) {
+	return func(c *codec.Connect) {
+		c.UsernameFlag, c.Username = true, []byte(user)
+		if pass != "" {
+			c.PasswordFlag, c.Password = true, []byte(pass)
+		}
+	}
+}
+
+func refusedCode(v byte, code5, code311 codec.ReasonCode) codec.ReasonCode {
+	if v == codec.Version5 {
+		return code5
+	}
+	return code311
+}
+
+// RFC 0002 "Who may connect": a wrong credential and a missing one are
+// both 0x86 (3.1.1 0x04); the log says which.
+func TestWrongAndMissingCredentialsAreBothBadUserNameOrPassword(t *testing.T) {
+	b := authBroker(t, "", "")
+	versions(t, func(t *testing.T, v byte) {
+		for _, tc := range []struct {
+			name  string
+			login func(*codec.Connect)
+			log   string
+		}{
+			{"wrong password", login("device-7", "nope"), "wrong password"},
+			{"unknown user", login("nobody", "pw7"), "no such user"},
+			{"no user name", nil, "no user name"},
+		} {
+			c := dialRaw(t, b.addr, v)
+			id := clientID(t, strings.ReplaceAll(tc.name, " ", "-"))
+			ack := c.connect(id, tc.login)
+			if want := refusedCode(v, codec.BadUserNameOrPassword, codec.ConnRefusedBadUserNamePassword); ack.ReasonCode != want {
+				t.Errorf("%s: CONNACK 0x%02x, want 0x%02x", tc.name, byte(ack.ReasonCode), byte(want))
+			}
+			b.log.wait(regexp.MustCompile(`client_id=`+regexp.QuoteMeta(id)+`.*why="`+tc.log), waitLong)
+		}
+		c := dialRaw(t, b.addr, v)
+		c.mustConnect(clientID(t, "right"), login("device-7", "pw7"))
+	})
+}
+
+// mosquitto_pub and mosquitto_sub with -u/-P against a file mosquitto_passwd
+// wrote: the migration path.
+func TestMosquittoClientsAuthenticateWithAMosquittoPasswordFile(t *testing.T) {
+	b := authBroker(t, "", "")
+	pub, err := exec.LookPath("mosquitto_pub")
+	if err != nil {
+		t.Skip("mosquitto_pub is not installed")
+	}
+	host, port := hostPort(t, b.addr)
+	if out, err := exec.Command(pub, "-h", host, "-p", port, "-u", "dashboard", "-P", "pwd", "-t", "a/b", "-m", "x", "-q", "1").CombinedOutput(); err != nil {
+		t.Fatalf("right password refused: %v %s", err, out)
+	}
+	if out, err := exec.Command(pub, "-h", host, "-p", port, "-u", "dashboard", "-P", "bad", "-t", "a/b", "-m", "x").CombinedOutput(); err == nil {
+		t.Fatalf("wrong password admitted: %s", out)
+	}
+}
+
+// RFC 0002 "What a refused client sees": a publish the acl_file does not
+// grant is 0x87 on the PUBACK; a 3.1.1 connection is closed.
+func TestPublishNotAuthorizedIsPubackNotAuthorized(t *testing.T) {
+	b := authBroker(t, authACL, "")
+	versions(t, func(t *testing.T, v byte) {
+		c := dialRaw(t, b.addr, v)
+		c.mustConnect(clientID(t, "dev"), login("device-7", "pw7"))
+		c.publish("iot/device-7/t", []byte("ok"), 1, 1)
+		if code := c.expectPuback(1); code != codec.Success {
+			t.Fatalf("own topic: 0x%02x", byte(code))
+		}
+		c.publish("iot/device-8/t", []byte("no"), 1, 2)
+		if v == codec.Version5 {
+			if code := c.expectPuback(2); code != codec.NotAuthorized {
+				t.Fatalf("another device's topic: PUBACK 0x%02x, want 0x87", byte(code))
+			}
+			return
+		}
+		c.expectClosed()
+	})
+}
+
+// A subscription is granted whole or refused: 0x87 per filter (3.1.1 0x80),
+// the connection kept.
+func TestSubscribeNotAuthorizedIsSubackNotAuthorized(t *testing.T) {
+	b := authBroker(t, authACL, "")
+	versions(t, func(t *testing.T, v byte) {
+		c := dialRaw(t, b.addr, v)
+		c.mustConnect(clientID(t, "dash"), login("dashboard", "pwd"))
+		want := refusedCode(v, codec.NotAuthorized, codec.SubackFailure311)
+		if got := c.subscribe(1, "iot/#", 1); got[0] != want {
+			t.Fatalf("SUBACK 0x%02x, want 0x%02x", byte(got[0]), byte(want))
+		}
+		if got := c.subscribe(2, "alerts/#", 1); got[0] != 1 {
+			t.Fatalf("granted filter: SUBACK 0x%02x", byte(got[0]))
+		}
+	})
+}
+
+// A Will on a topic the client may not publish to is refused 0x87 at
+// CONNECT (3.1.1 0x05), before any session is made.
+func TestWillNotAuthorizedIsConnackNotAuthorized(t *testing.T) {
+	b := authBroker(t, authACL, "")
+	versions(t, func(t *testing.T, v byte) {
+		c := dialRaw(t, b.addr, v)
+		ack := c.connect(clientID(t, "will"), both(login("device-7", "pw7"), func(p *codec.Connect) {
+			p.WillFlag, p.WillTopic, p.WillPayload = true, []byte("iot/device-8/lwt"), []byte("gone")
+		}))
+		if want := refusedCode(v, codec.NotAuthorized, codec.ConnRefusedNotAuthorized311); ack.ReasonCode != want {
+			t.Fatalf("CONNACK 0x%02x, want 0x%02x", byte(ack.ReasonCode), byte(want))
+		}
+	})
+}
+
+// client_ids: ties a credential to the devices that may carry it; any other
+// id is 0x86, like a wrong password.
+func TestClientIDsMismatchIsBadUserNameOrPassword(t *testing.T) {
+	b := authBroker(t, authACL, "")
+	versions(t, func(t *testing.T, v byte) {
+		c := dialRaw(t, b.addr, v)
+		ack := c.connect("south-1", login("north", "pwn"))
+		if want := refusedCode(v, codec.BadUserNameOrPassword, codec.ConnRefusedBadUserNamePassword); ack.ReasonCode != want {
+			t.Fatalf("CONNACK 0x%02x, want 0x%02x", byte(ack.ReasonCode), byte(want))
+		}
+		b.log.wait(regexp.MustCompile(`client_id=south-1.*client_ids`), waitLong)
+		dialRaw(t, b.addr, v).mustConnect("north-"+uniq(t), login("north", "pwn"))
+	})
+}
+
+// RFC 0002 "Taking a feature away", the CONNACK half: persistent shortened
+// to Session Expiry 0, Maximum QoS 1, Shared Subscription Available 0, and a
+// Will refused 0x87; a wrong password is still 0x86.
+func TestFeatureDenialsInTheConnack(t *testing.T) {
+	b := authBroker(t, authACL, "")
+	c := dialRaw(t, b.addr, codec.Version5)
+	ack := c.mustConnect(clientID(t, "sensor"), both(login("sensor-1", "pws"), session(3600)))
+	pr := &ack.Properties
+	if !pr.Present.Has(codec.PropSessionExpiry) || pr.SessionExpiry != 0 {
+		t.Errorf("persistent denied: Session Expiry %v %d, want 0", pr.Present.Has(codec.PropSessionExpiry), pr.SessionExpiry)
+	}
+	if !pr.Present.Has(codec.PropMaximumQoS) || pr.MaximumQoS != 1 {
+		t.Errorf("qos2 denied: Maximum QoS %v %d, want 1", pr.Present.Has(codec.PropMaximumQoS), pr.MaximumQoS)
+	}
+	if !pr.Present.Has(codec.PropSharedSubAvailable) || pr.SharedSubAvailable != 0 {
+		t.Errorf("share denied: Shared Subscription Available %v, want 0", pr.Present.Has(codec.PropSharedSubAvailable))
+	}
+	if pr.Present.Has(codec.PropRetainAvailable) {
+		t.Errorf("retained denied: Retain Available written; it stays 1")
+	}
+	versions(t, func(t *testing.T, v byte) {
+		w := dialRaw(t, b.addr, v)
+		ack := w.connect(clientID(t, "sensor-will"), both(login("sensor-1", "pws"), func(p *codec.Connect) {
+			p.WillFlag, p.WillTopic, p.WillPayload = true, []byte("s/lwt"), []byte("x")
+		}))
+		if want := refusedCode(v, codec.NotAuthorized, codec.ConnRefusedNotAuthorized311); ack.ReasonCode != want {
+			t.Errorf("Will denied: CONNACK 0x%02x, want 0x%02x", byte(ack.ReasonCode), byte(want))
+		}
+		bad := dialRaw(t, b.addr, v)
+		ack = bad.connect(clientID(t, "sensor-bad"), both(login("sensor-1", "nope"), func(p *codec.Connect) {
+			p.WillFlag, p.WillTopic, p.WillPayload = true, []byte("s/lwt"), []byte("x")
+		}))
+		if want := refusedCode(v, codec.BadUserNameOrPassword, codec.ConnRefusedBadUserNamePassword); ack.ReasonCode != want {
+			t.Errorf("wrong password with a denied Will: 0x%02x, want 0x%02x", byte(ack.ReasonCode), byte(want))
+		}
+	})
+}
+
+// The DISCONNECT half: what a client denied a feature does anyway ends its
+// connection with MQTT's own code (3.1.1: closed).
+func TestFeatureDenialsEndTheConnection(t *testing.T) {
+	b := authBroker(t, authACL, "")
+	versions(t, func(t *testing.T, v byte) {
+		t.Run("qos2 publish is 0x9B", func(t *testing.T) {
+			c := dialRaw(t, b.addr, v)
+			c.mustConnect(clientID(t, "q2"), login("sensor-1", "pws"))
+			c.publish("s/x", []byte("x"), 2, 1)
+			c.expectEnd(codec.QoSNotSupported)
+		})
+		t.Run("retained broadcast publish is 0x9A", func(t *testing.T) {
+			c := dialRaw(t, b.addr, v)
+			c.mustConnect(clientID(t, "ret"), login("sensor-1", "pws"))
+			c.sendPublish(&codec.Publish{Topic: []byte("s/x"), Payload: []byte("x"), Retain: true})
+			c.expectEnd(codec.RetainNotSupported)
+		})
+		t.Run("qos2 subscription is granted 1", func(t *testing.T) {
+			c := dialRaw(t, b.addr, v)
+			c.mustConnect(clientID(t, "sub2"), login("sensor-1", "pws"))
+			if got := c.subscribe(1, "s/#", 2); got[0] != 1 {
+				t.Fatalf("SUBACK 0x%02x, want 1", byte(got[0]))
+			}
+		})
+		if v == codec.Version5 {
+			t.Run("share subscription is 0x9E", func(t *testing.T) {
+				c := dialRaw(t, b.addr, v)
+				c.mustConnect(clientID(t, "share"), login("sensor-1", "pws"))
+				c.send((&codec.Subscribe{PacketID: 1, Subscriptions: []codec.Subscription{{Filter: []byte("$share/g/s/#"), QoS: 1}}}).Append(nil, v))
+				for {
+					h, body := c.read()
+					if h.Type == codec.TypeSuback {
+						continue
+					}
+					if h.Type != codec.TypeDisconnect {
+						t.Fatalf("got %s", h.Type)
+					}
+					var d codec.Disconnect
+					d.Decode(h, body, v)
+					if d.ReasonCode != codec.SharedSubscriptionsNotSupported {
+						t.Fatalf("DISCONNECT 0x%02x, want 0x9E", byte(d.ReasonCode))
+					}
+					break
+				}
+			})
+		}
+	})
+}
+
+// RFC 0002 "Who may connect": adding a user admits nobody until SIGUSR1;
+// after it the user connects. A re-read narrowing a grant applies to an
+// open connection's next publish and delivery.
+func TestSIGUSR1AppliesNewUsersAndGrantsToOpenConnections(t *testing.T) {
+	b := authBroker(t, authACL, "")
+	pw := filepath.Join(b.dir, "clients.passwd")
+	if out, err := exec.Command("mosquitto_passwd", "-b", pw, "device-9", "pw9").CombinedOutput(); err != nil {
+		t.Fatalf("%v %s", err, out)
+	}
+	c := dialRaw(t, b.addr, codec.Version5)
+	if ack := c.connect(clientID(t, "new-early"), login("device-9", "pw9")); ack.ReasonCode != codec.BadUserNameOrPassword {
+		t.Fatalf("added user admitted before the signal: 0x%02x", byte(ack.ReasonCode))
+	}
+	dash := dialRaw(t, b.addr, codec.Version5)
+	dash.mustConnect(clientID(t, "dash"), login("dashboard", "pwd"))
+	dash.mustSubscribe(1, "alerts/#", 0)
+	pub := dialRaw(t, b.addr, codec.Version5)
+	pub.mustConnect(clientID(t, "pub"), login("oncall", "pwo"))
+	pub.publish("alerts/a", []byte("before"), 0, 0)
+	if p := dash.expectPublish(); string(p.Payload) != "before" {
+		t.Fatalf("got %q", p.Payload)
+	}
+
+	narrowed := strings.Replace(authACL, "    - topic: alerts/#\n      allow: [read]\n", "    - topic: alerts/page/#\n      allow: [read]\n", 1)
+	os.WriteFile(filepath.Join(b.dir, "acl.yaml"), []byte(narrowed), 0o600)
+	b.signal(syscall.SIGUSR1)
+	b.log.wait(regexp.MustCompile(`credentials re-read and in force.*users`), waitLong)
+
+	dialRaw(t, b.addr, codec.Version5).mustConnect(clientID(t, "new-late"), login("device-9", "pw9"))
+	// The open subscription is asked again at delivery: alerts/a is no
+	// longer granted, alerts/page/1 still is.
+	pub.publish("alerts/a", []byte("refused"), 0, 0)
+	pub.publish("alerts/page/1", []byte("after"), 0, 0)
+	if p := dash.expectPublish(); string(p.Payload) != "after" {
+		t.Fatalf("got %q, want only the still-granted topic", p.Payload)
+	}
+}
+
+// All or nothing: a re-read with one file broken applies none of them, logs
+// the broken file at error naming it, and the broker goes on as it was.
+func TestSIGUSR1WithABrokenFileChangesNothing(t *testing.T) {
+	b := authBroker(t, authACL, "")
+	pw := filepath.Join(b.dir, "clients.passwd")
+	if out, err := exec.Command("mosquitto_passwd", "-b", pw, "device-9", "pw9").CombinedOutput(); err != nil {
+		t.Fatalf("%v %s", err, out)
+	}
+	aclPath := filepath.Join(b.dir, "acl.yaml")
+	os.WriteFile(aclPath, []byte(authACL+"clients:\n  x: [device]\n"), 0o600)
+	b.signal(syscall.SIGUSR1)
+	b.log.wait(regexp.MustCompile(`level=ERROR.*SIGUSR1.*`+regexp.QuoteMeta(aclPath)), waitLong)
+	// The password file did load, and is not applied either.
+	c := dialRaw(t, b.addr, codec.Version5)
+	if ack := c.connect(clientID(t, "new"), login("device-9", "pw9")); ack.ReasonCode != codec.BadUserNameOrPassword {
+		t.Fatalf("a user from a half-applied re-read was admitted: 0x%02x", byte(ack.ReasonCode))
+	}
+	d := dialRaw(t, b.addr, codec.Version5)
+	d.mustConnect(clientID(t, "old"), login("device-7", "pw7"))
+	d.publish("iot/device-7/x", []byte("x"), 1, 1)
+	if code := d.expectPuback(1); code != codec.Success {
+		t.Fatalf("the old grants are gone: 0x%02x", byte(code))
+	}
+	b.signal(syscall.SIGUSR1) // the broker still answers signals
+	b.log.wait(regexp.MustCompile(`level=ERROR.*SIGUSR1`), time.Second)
+}
