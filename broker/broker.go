@@ -657,6 +657,9 @@ func (b *Broker) Publish(c delivery.Client, p *codec.Publish) (codec.ReasonCode,
 	} else if size > b.opts.MaxHeaderBytes {
 		return b.refusePublish(c.ClientID(), p, codec.QuotaExceeded, "User Properties larger than limits.max_header_bytes")
 	}
+	if string(p.Topic) == HangUpTopic {
+		return b.hangUp(c, p)
+	}
 	if code, why := b.checkTopic(p.Topic); code != codec.Success {
 		if code == codec.NotAuthorized {
 			return b.logRefusal(c.ClientID(), p, code, why) // $SYS: RFC 0005 counts it nowhere

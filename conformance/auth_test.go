@@ -367,3 +367,115 @@ func TestSIGUSR1WithABrokenFileChangesNothing(t *testing.T) {
 	b.signal(syscall.SIGUSR1) // the broker still answers signals
 	b.log.wait(regexp.MustCompile(`level=ERROR.*SIGUSR1`), time.Second)
 }
+
+func hangUpRequest(target, responseTopic string) *codec.Publish {
+	p := &codec.Publish{Topic: []byte("$saguin/sessions/disconnect"), Payload: []byte(target), QoS: 1, PacketID: 7}
+	if responseTopic != "" {
+		p.Properties.ResponseTopic = []byte(responseTopic)
+		p.Properties.Present.Set(codec.PropResponseTopic)
+		p.Properties.CorrelationData = []byte("corr")
+		p.Properties.Present.Set(codec.PropCorrelationData)
+	}
+	return p
+}
+
+// RFC 0002 "Hanging up a client": hung-up and the target's DISCONNECT 0x98
+// with its session untouched; no-such-client; 0x87 without disconnect; 0x83
+// without a Response Topic or naming itself.
+func TestHangUpAnswersHungUpOrNoSuchClient(t *testing.T) {
+	b := authBroker(t, authACL, "")
+	devID := clientID(t, "dev")
+	dev := dialRaw(t, b.addr, codec.Version5)
+	dev.mustConnect(devID, both(login("device-7", "pw7"), session(600)))
+	dev.mustSubscribe(1, "iot/device-7/#", 1)
+
+	op := dialRaw(t, b.addr, codec.Version5)
+	opID := clientID(t, "op")
+	op.mustConnect(opID, login("oncall", "pwo"))
+	op.sendPublish(hangUpRequest(devID, "ops/replies"))
+	reply, code := replyAndAck(op)
+	if code != codec.Success {
+		t.Fatalf("PUBACK 0x%02x", byte(code))
+	}
+	if string(reply.Topic) != "ops/replies" || string(reply.Payload) != "hung-up" || string(reply.Properties.CorrelationData) != "corr" {
+		t.Fatalf("reply %s %q corr %q", reply.Topic, reply.Payload, reply.Properties.CorrelationData)
+	}
+	dev.expectDisconnect(codec.AdministrativeAction)
+	// The session is untouched: the device comes back to it.
+	back := dialRaw(t, b.addr, codec.Version5)
+	if ack := back.mustConnect(devID, both(login("device-7", "pw7"), func(p *codec.Connect) {
+		p.CleanStart = false
+		p.Properties.SessionExpiry = 600
+		p.Properties.Present.Set(codec.PropSessionExpiry)
+	})); !ack.SessionPresent {
+		t.Error("the hang-up ended the session")
+	}
+
+	op.sendPublish(hangUpRequest("nobody-"+uniq(t), "ops/replies"))
+	if p, _ := replyAndAck(op); string(p.Payload) != "no-such-client" {
+		t.Fatalf("reply %q, want no-such-client", p.Payload)
+	}
+	for _, tc := range []struct {
+		name string
+		p    *codec.Publish
+	}{
+		{"no response topic", hangUpRequest(devID, "")},
+		{"own id", hangUpRequest(opID, "ops/replies")},
+		{"no id", hangUpRequest("", "ops/replies")},
+	} {
+		op.sendPublish(tc.p)
+		if code := op.expectAck(codec.TypePuback, 7); code != codec.ImplementationSpecificError {
+			t.Errorf("%s: PUBACK 0x%02x, want 0x83", tc.name, byte(code))
+		}
+	}
+	dash := dialRaw(t, b.addr, codec.Version5)
+	dash.mustConnect(clientID(t, "dash"), login("dashboard", "pwd"))
+	dash.sendPublish(hangUpRequest(devID, "r"))
+	if code := dash.expectAck(codec.TypePuback, 7); code != codec.NotAuthorized {
+		t.Errorf("without disconnect: PUBACK 0x%02x, want 0x87", byte(code))
+	}
+}
+
+// replyAndAck reads a request's reply and its PUBACK, in whichever order
+// they come: the reply is written to the connection, the PUBACK answers.
+func replyAndAck(c *raw) (*codec.Publish, codec.ReasonCode) {
+	c.t.Helper()
+	var reply *codec.Publish
+	code, acked := codec.ReasonCode(0), false
+	for reply == nil || !acked {
+		h, body := c.read()
+		switch h.Type {
+		case codec.TypePublish:
+			reply = &codec.Publish{}
+			if err := reply.Decode(h, body, c.version); err != nil {
+				c.t.Fatal(err)
+			}
+		case codec.TypePuback:
+			var a codec.Ack
+			if err := a.Decode(h, body, c.version); err != nil {
+				c.t.Fatal(err)
+			}
+			code, acked = a.ReasonCode, true
+		default:
+			c.t.Fatalf("got %s", h.Type)
+		}
+	}
+	return reply, code
+}
+
+// A 3.1.1 client cannot ask: its own connection is closed, never the one
+// it named.
+func TestHangUpFrom311ClosesTheAsker(t *testing.T) {
+	b := authBroker(t, authACL, "")
+	devID := clientID(t, "dev")
+	dev := dialRaw(t, b.addr, codec.Version5)
+	dev.mustConnect(devID, login("device-7", "pw7"))
+	op := dialRaw(t, b.addr, codec.Version311)
+	op.mustConnect(clientID(t, "op"), login("oncall", "pwo"))
+	op.sendPublish(&codec.Publish{Topic: []byte("$saguin/sessions/disconnect"), Payload: []byte(devID), QoS: 1, PacketID: 1})
+	op.expectClosed()
+	dev.publish("iot/device-7/x", []byte("x"), 1, 1)
+	if code := dev.expectPuback(1); code != codec.Success {
+		t.Fatalf("the named client was touched: 0x%02x", byte(code))
+	}
+}
