@@ -68,7 +68,7 @@ func (b *Broker) hangUp(c delivery.Client, p *codec.Publish) (codec.ReasonCode, 
 		answer.Properties.CorrelationData = p.Properties.CorrelationData
 		answer.Properties.Present.Set(codec.PropCorrelationData)
 	}
-	m := delivery.AcquireMessage(&answer)
+	m := delivery.AcquireMessage(&answer, b.now)
 	c.Deliver(m, delivery.Delivery{})
 	m.Release()
 	return codec.Success, ""
