@@ -304,7 +304,9 @@ func (c *Conn) connackFits(sc *scratch, plan *connackPlan, clientID string) bool
 		return true
 	}
 	worst := *plan
-	worst.maxQoS1, worst.noShared = true, true // an acl_file may take either away
+	if c.srv.opts.MayDenyFeatures {
+		worst.maxQoS1, worst.noShared = true, true // an acl_file may take either away
+	}
 	if worst.granted > 0 {
 		worst.asked = max(worst.asked, worst.granted+1)
 	}

@@ -69,6 +69,10 @@ type Options struct {
 	// RetainAvailable is the CONNACK's Retain Available: whether anything on
 	// this broker can keep a retained message.
 	RetainAvailable bool
+	// MayDenyFeatures: the handler may take qos2 or share away from a client
+	// (an acl_file is in force), so the CONNACK a client's Maximum Packet
+	// Size must hold may carry Maximum QoS and Shared Subscription Available.
+	MayDenyFeatures bool
 
 	// EventLoops is how many gnet event loops serve the connections; 0 means
 	// half the processors, at least one. A delivery to a connection on

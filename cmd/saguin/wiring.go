@@ -28,6 +28,7 @@ func netloopOptions(cfg *config.Config, b *broker.Broker, log *slog.Logger) (net
 		WriteTimeout:       l.WriteTimeout,
 		SessionQueueBytes:  int(l.SessionQueueBytes),
 		RetainAvailable:    true,
+		MayDenyFeatures:    cfg.Broker.MQTT.ACLFile != "",
 		Logger:             log,
 		Handler:            b,
 		Clock:              clock.Real,
