@@ -81,7 +81,9 @@ type identity struct {
 // fan-out. It allocates only the first time after a re-read.
 func grantsIn(a *acl.ACL, who *identity, clientID string) *acl.Grants {
 	if who == nil {
-		return nil
+		// A session restored from the store carries no proved name until
+		// it reconnects: under an acl_file it is granted nothing meanwhile.
+		return a.Nobody()
 	}
 	g := who.grants.Load()
 	if g == nil || g.ACL != a {
@@ -99,8 +101,6 @@ func (b *Broker) grantsFor(who *identity, clientID string) *acl.Grants {
 	if a == nil || a.ACL == nil {
 		return nil
 	}
-	// who is nil only for the broker's own publisher (a bridge, an inline
-	// request), which the acl_file does not govern (checklist G, GAP-18).
 	return grantsIn(a.ACL, who, clientID)
 }
 

@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"unsafe"
 
+	"github.com/saguin-edge/saguin/broker/acl"
 	"github.com/saguin-edge/saguin/broker/clock"
 	"github.com/saguin-edge/saguin/broker/engine"
 	"github.com/saguin-edge/saguin/codec"
@@ -314,6 +315,25 @@ func (h host) Logger() *slog.Logger { return h.log }
 func (h host) CheckTopic(t []byte) (codec.ReasonCode, string) {
 	return h.b.checkTopic(t)
 }
+
+// Allows is engine.Host's: the session's identity and its grants under the
+// acl_file in force, the topic resolved to its channel as a publish is.
+func (h host) Allows(clientID, t string, verb acl.Verb) bool {
+	a := h.b.access.Load()
+	if a == nil || a.ACL == nil {
+		return true
+	}
+	sh := h.b.shard(clientID)
+	sh.mu.Lock()
+	s := sh.sessions[clientID]
+	sh.mu.Unlock()
+	if s == nil {
+		return false
+	}
+	return grantsIn(a.ACL, s.who.Load(), clientID).Allows(a.ACL.Channel(t), t, verb)
+}
+
+func (h host) OnGrantsChanged(f func()) { h.b.OnGrantsChanged(f) }
 
 // Client takes the session's shard lock for the map lookup only (LOCKS.md):
 // an engine asks with none of its own locks held that it also takes inside a

@@ -15,6 +15,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/saguin-edge/saguin/codec/topic"
 )
@@ -179,6 +180,8 @@ type ACL struct {
 	UsesClientID bool
 	channels     map[string]*Channel
 	table        *topic.Table[*Channel]
+	nobodyOnce   sync.Once
+	nobody       *Grants
 }
 
 // Error is one refusal of the file, at a line (0: the file as a whole).

@@ -312,3 +312,11 @@ func (a *ACL) Channel(t string) string {
 	}
 	return ""
 }
+
+// Nobody is the grants of a session no CONNECT has proved a name for yet (one
+// restored from the store, until it reconnects): nothing is granted. Made
+// once per ACL, so asking allocates nothing.
+func (a *ACL) Nobody() *Grants {
+	a.nobodyOnce.Do(func() { a.nobody = &Grants{ACL: a} })
+	return a.nobody
+}

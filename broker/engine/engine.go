@@ -16,13 +16,14 @@
 // Ref.Kind. An engine reaches the broker only through its Host, never
 // *Broker.
 //
-// A leaf: it imports codec, netloop/delivery, store and broker/clock, never
-// broker, so an engine package imports it and the broker imports the engines.
+// A leaf: it imports codec, netloop/delivery, store, broker/clock and
+// broker/acl (the verbs an engine asks Host.Allows about), never broker, so an engine package imports it and the broker imports the engines.
 package engine
 
 import (
 	"log/slog"
 
+	"github.com/saguin-edge/saguin/broker/acl"
 	"github.com/saguin-edge/saguin/broker/clock"
 	"github.com/saguin-edge/saguin/codec"
 	"github.com/saguin-edge/saguin/netloop/delivery"
@@ -182,4 +183,17 @@ type Host interface {
 	// CheckTopic applies the broker's limits to a topic (max_topic_length,
 	// max_topic_levels), as Publish would.
 	CheckTopic(t []byte) (codec.ReasonCode, string)
+	// Allows asks the acl_file in force now whether clientID's session may
+	// act with verb on topic t of this channel: write at a publish, read
+	// (or seek, delete, consume) at every delivery and request - never only
+	// at SUBSCRIBE, since a re-read applies to open and resumed sessions.
+	// True without an acl_file. It allocates nothing but the first time
+	// after a re-read (RFC 0002 "What a refused client sees"). A delivery
+	// refused here stalls the consumer at its position; a queue job goes
+	// back with its attempt unspent.
+	Allows(clientID, t string, verb acl.Verb) bool
+	// OnGrantsChanged registers f, run after each re-read of the acl_file:
+	// a consumer stalled on a refused delivery asks again then, since the
+	// grant returning is what wakes it, not the next publish.
+	OnGrantsChanged(f func())
 }
