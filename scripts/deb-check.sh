@@ -73,7 +73,8 @@ ok "systemd-analyze verify saguin.service"
 # moved to free ones, so a broker already on 1883 is not in the way) and
 # creates its database in /var/lib/saguin, owned by it.
 run=$(mktemp -d)
-trap 'rm -rf "$run"' EXIT
+pid=
+trap '[ -z "$pid" ] || kill -9 $pid 2>/dev/null; rm -rf "$run"' EXIT
 chmod 0755 "$run"
 start_as_saguin() { # config file; leaves pid set
 	setpriv --reuid=saguin --regid=saguin --init-groups saguin --config "$1" >"$run/log" 2>&1 &
@@ -87,21 +88,20 @@ start_as_saguin() { # config file; leaves pid set
 }
 sed -e 's/0\.0\.0\.0:1883/127.0.0.1:0/' -e 's/127\.0\.0\.1:9090/127.0.0.1:0/' /etc/saguin/saguin.yaml >"$run/saguin.yaml"
 chmod 0644 "$run/saguin.yaml"
-if ! start_as_saguin "$run/saguin.yaml"; then
-	kill $pid 2>/dev/null || true
-	wait $pid 2>/dev/null || true
-	# Until the MQTT doors serve password authentication, a broker refuses
-	# a password_file at start (it would admit everybody); the layout and
-	# the user are what this step is about, so it runs without one then.
-	grep -q 'authentication is not served yet' "$run/log" || { cat "$run/log" >&2; fail "the broker did not start as the saguin user"; }
-	echo "deb-check: note: this build does not serve password authentication yet; starting without the password_file"
-	sed -i '/^    password_file:/d' "$run/saguin.yaml"
-	start_as_saguin "$run/saguin.yaml" || { cat "$run/log" >&2; kill $pid 2>/dev/null; fail "the broker did not start as the saguin user"; }
+start_as_saguin "$run/saguin.yaml" || { cat "$run/log" >&2; kill $pid 2>/dev/null; fail "the broker did not start as the saguin user"; }
+# The Mosquitto password file admits its user, and only with its password.
+addr=$(sed -n 's/.*msg=listening .*listener=tcp address=\([^ ]*\).*/\1/p' "$run/log" | head -n 1)
+[ -n "$addr" ] || { cat "$run/log" >&2; fail "no tcp door in the log"; }
+mosquitto_pub -h "${addr%:*}" -p "${addr##*:}" -u device-1 -P secret-1 -q 1 -t deb-check/hello -m hi ||
+	fail "device-1 with its mosquitto_passwd password was not admitted"
+if mosquitto_pub -h "${addr%:*}" -p "${addr##*:}" -u device-1 -P wrong -q 1 -t deb-check/hello -m hi 2>/dev/null; then
+	fail "a wrong password was admitted"
 fi
 expect /var/lib/saguin/saguin.db saguin:saguin 600
 kill -TERM $pid
 wait $pid || fail "the broker did not stop cleanly on SIGTERM: $(cat "$run/log")"
-ok "started as saguin, /var/lib/saguin/saguin.db saguin:saguin 0600, stopped on SIGTERM"
+pid=
+ok "started as saguin; device-1 admitted with its password, refused with a wrong one; /var/lib/saguin/saguin.db saguin:saguin 0600; stopped on SIGTERM"
 
 # remove: binary and unit gone; the (edited) conffile, the users, the data stay.
 echo "# edited by deb-check" >>/etc/saguin/saguin.yaml
