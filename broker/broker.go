@@ -744,6 +744,7 @@ func (b *Broker) routeLogged(publisher string, p *codec.Publish, offset uint64, 
 	// that send no SUBSCRIBE again (RFC 0002 "What a refused client sees").
 	// One not allowed is not sent, as if acknowledged.
 	var rules *acl.ACL
+	var memo acl.Memo
 	var t, ch string
 	if a := b.access.Load(); a != nil && a.ACL != nil {
 		rules, t = a.ACL, bytesString(p.Topic)
@@ -769,7 +770,7 @@ func (b *Broker) routeLogged(publisher string, p *codec.Publish, offset uint64, 
 			b.shareDeliver(x.s.group, p, &m, away)
 			continue
 		}
-		if rules != nil && !grantsIn(rules, x.s.who.Load(), x.s.id).Allows(ch, t, acl.Read) {
+		if rules != nil && !grantsIn(rules, x.s.who.Load(), x.s.id).AllowsMemo(&memo, ch, t, acl.Read) {
 			continue
 		}
 		qos := min(p.QoS, x.qos)

@@ -213,3 +213,20 @@ func BenchmarkAllows(b *testing.B) {
 		}
 	}
 }
+
+// AllowsMemo answers as Allows does, for clients of one entry and of
+// several, with and without personal (%u) rules.
+func TestAllowsMemoAnswersAsAllows(t *testing.T) {
+	a := mustParse(t, semantics)
+	for _, topic := range []string{"iot/device-8/health/c1", "any/topic", "iot/x/events/device-8", "iot/device-9/health/c1"} {
+		for _, v := range []Verb{Read, Write} {
+			var m Memo // one fan-out: one topic, one verb
+			for _, u := range []string{"device-8", "device-9", "x", "device-8", "dashboard", "device-9", "oncall", "x", "sensor-1", "braces"} {
+				g := a.Grants(u, "c1")
+				if got, want := g.AllowsMemo(&m, "", topic, v), g.Allows("", topic, v); got != want {
+					t.Errorf("%s %s %v: memo %v, Allows %v", u, topic, v.Names(), got, want)
+				}
+			}
+		}
+	}
+}
