@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/saguin-edge/saguin/broker/acl"
 	"github.com/saguin-edge/saguin/codec"
 	"github.com/saguin-edge/saguin/codec/topic"
 	"github.com/saguin-edge/saguin/netloop"
@@ -212,13 +213,19 @@ func (b *Broker) leaveShare(key string, s *session) {
 // connection (the stand-in joins the log's owers, set), and dropped, counted,
 // otherwise. While the group holds a backlog a new message joins its back.
 // publisher is for No Local, which a shared subscription never asks for.
-func (b *Broker) shareDeliver(g *shareGroup, p *codec.Publish, m **delivery.Message, set *awaySet) {
+func (b *Broker) shareDeliver(g *shareGroup, p *codec.Publish, m **delivery.Message, set *awaySet, ask *readCheck) {
 	b.shares.mu.Lock()
 	defer b.shares.mu.Unlock()
 	if g.standIn.ended {
 		return
 	}
-	if len(g.standIn.owed.entries) == 0 && b.handToMember(g, p, m) {
+	if ask != nil && !ask.anyMember(g) {
+		// The acl_file lets none of the members that could take it read
+		// it: dropped, and counted as such (RFC 0005 "The catalogue").
+		b.counters.SharesDroppedNotAuthorized.Add(1)
+		return
+	}
+	if len(g.standIn.owed.entries) == 0 && b.handToMember(g, p, m, ask) {
 		return
 	}
 	if g.durable() && p.QoS > 0 {
@@ -231,13 +238,13 @@ func (b *Broker) shareDeliver(g *shareGroup, p *codec.Publish, m **delivery.Mess
 
 // handToMember delivers to the next member whose turn it is and who can take
 // the message; false when none can. shares lock held.
-func (b *Broker) handToMember(g *shareGroup, p *codec.Publish, m **delivery.Message) bool {
+func (b *Broker) handToMember(g *shareGroup, p *codec.Publish, m **delivery.Message, ask *readCheck) bool {
 	n := len(g.members)
 	start := sort.Search(n, func(i int) bool { return g.members[i].id > g.last })
 	for k := range n {
 		s := g.members[(start+k)%n]
 		ref := s.client.Load()
-		if ref == nil {
+		if ref == nil || !ask.allows(s) {
 			continue
 		}
 		sub := g.subs[s]
@@ -536,4 +543,27 @@ func (b *Broker) restoreBacklogs() (map[*shareGroup]*restoredGroup, error) {
 		g.saved = c
 	}
 	return out, nil
+}
+
+// readCheck is the acl_file's question for one publish's deliveries: may a
+// session read topic t of channel ch ("" broadcast). A nil one is no acl_file.
+type readCheck struct {
+	rules *acl.ACL
+	ch, t string
+	memo  acl.Memo
+}
+
+func (r *readCheck) allows(s *session) bool {
+	return r == nil || grantsIn(r.rules, s.who.Load(), s.id).AllowsMemo(&r.memo, r.ch, r.t, acl.Read)
+}
+
+// anyMember reports whether some member of g, connected or not, may read
+// the publish. shares lock held.
+func (r *readCheck) anyMember(g *shareGroup) bool {
+	for _, s := range g.members {
+		if r.allows(s) {
+			return true
+		}
+	}
+	return false
 }

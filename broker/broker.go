@@ -743,12 +743,12 @@ func (b *Broker) routeLogged(publisher string, p *codec.Publish, offset uint64, 
 	// not only the SUBSCRIBE that made it: a re-read applies to sessions
 	// that send no SUBSCRIBE again (RFC 0002 "What a refused client sees").
 	// One not allowed is not sent, as if acknowledged.
-	var rules *acl.ACL
-	var memo acl.Memo
-	var t, ch string
+	var ask *readCheck
+	var check readCheck
 	if a := b.access.Load(); a != nil && a.ACL != nil {
-		rules, t = a.ACL, bytesString(p.Topic)
-		ch = rules.Channel(t)
+		check.rules, check.t = a.ACL, bytesString(p.Topic)
+		check.ch = check.rules.Channel(check.t)
+		ask = &check
 	}
 	away := b.bcast.scratch()
 	ms := matchPool.Get().(*matches)
@@ -767,10 +767,10 @@ func (b *Broker) routeLogged(publisher string, p *codec.Publish, offset uint64, 
 	for i := range ms.list {
 		x := &ms.list[i]
 		if x.s.group != nil {
-			b.shareDeliver(x.s.group, p, &m, away)
+			b.shareDeliver(x.s.group, p, &m, away, ask)
 			continue
 		}
-		if rules != nil && !grantsIn(rules, x.s.who.Load(), x.s.id).AllowsMemo(&memo, ch, t, acl.Read) {
+		if !ask.allows(x.s) {
 			continue
 		}
 		qos := min(p.QoS, x.qos)

@@ -68,6 +68,9 @@ type Counters struct {
 	// returned by an ending member and taken by no other
 	// (saguin_session_deliveries_dropped_total{cause="no_shared_member"}).
 	SharesDroppedNoMember atomic.Uint64
+	// SharesDroppedNotAuthorized: shared deliveries the acl_file let none of
+	// the group's members read (saguin_shares_dropped_total{cause="not_authorized"}).
+	SharesDroppedNotAuthorized atomic.Uint64
 	// SharesHeld: deliveries put on a shared group's list, at a publish
 	// nobody could take or at a start (saguin_shares_held_total).
 	SharesHeld atomic.Uint64
