@@ -1,9 +1,9 @@
 package broker
 
 import (
-	"encoding/binary"
 	"time"
 
+	records "github.com/saguin-edge/saguin/broker/channel"
 	"github.com/saguin-edge/saguin/codec"
 	"github.com/saguin-edge/saguin/netloop/delivery"
 	"github.com/saguin-edge/saguin/store"
@@ -12,7 +12,7 @@ import (
 // recordOf copies a publish into a store record the store may keep: its own
 // memory for every byte (the publish aliases a read buffer), the User
 // Properties as ordered headers, the other forwarded properties in the
-// broker's own encoding (encodeProps).
+// stored form broker/channel writes (records.EncodeProps).
 func recordOf(p *codec.Publish, clientID string, now time.Time) store.Record {
 	r := store.Record{
 		Time:     now,
@@ -21,7 +21,7 @@ func recordOf(p *codec.Publish, clientID string, now time.Time) store.Record {
 		ClientID: clientID,
 		QoS:      p.QoS,
 		Retain:   p.Retain,
-		Props:    encodeProps(&p.Properties),
+		Props:    records.EncodeProps(&p.Properties),
 	}
 	if n := len(p.Properties.User); n > 0 {
 		r.Headers = make([]store.Header, n)
@@ -40,7 +40,7 @@ func publishOf(r *store.Record, now time.Time, p *codec.Publish) (ok bool) {
 	if p.Payload == nil {
 		p.Payload = []byte{}
 	}
-	decodeProps(r.Props, &p.Properties)
+	records.DecodeProps(r.Props, &p.Properties)
 	for _, h := range r.Headers {
 		p.Properties.AddUser([]byte(h.Key), []byte(h.Value))
 	}
@@ -61,96 +61,4 @@ func messageOf(r *store.Record, now time.Time) *delivery.Message {
 		return nil
 	}
 	return delivery.NewMessage(&p, func() time.Time { return now })
-}
-
-// The stored form of a record's publish properties: one byte naming the
-// property, then its value - a byte, four bytes big-endian, or two bytes of
-// length and the bytes. Only the five a record keeps are written (notes-0003
-// "From publish to record"); User Properties are the record's headers.
-func encodeProps(pr *codec.Properties) []byte {
-	var n int
-	has := pr.Present.Has
-	if has(codec.PropPayloadFormat) {
-		n += 2
-	}
-	if has(codec.PropMessageExpiry) {
-		n += 5
-	}
-	for _, id := range [...]codec.PropID{codec.PropContentType, codec.PropResponseTopic, codec.PropCorrelationData} {
-		if has(id) {
-			n += 3 + len(binProp(pr, id))
-		}
-	}
-	if n == 0 {
-		return nil
-	}
-	out := make([]byte, 0, n)
-	if has(codec.PropPayloadFormat) {
-		out = append(out, byte(codec.PropPayloadFormat), pr.PayloadFormat)
-	}
-	if has(codec.PropMessageExpiry) {
-		out = append(out, byte(codec.PropMessageExpiry))
-		out = binary.BigEndian.AppendUint32(out, pr.MessageExpiry)
-	}
-	bin := func(id codec.PropID, b []byte) {
-		if has(id) {
-			out = append(out, byte(id))
-			out = binary.BigEndian.AppendUint16(out, uint16(len(b)))
-			out = append(out, b...)
-		}
-	}
-	bin(codec.PropContentType, pr.ContentType)
-	bin(codec.PropResponseTopic, pr.ResponseTopic)
-	bin(codec.PropCorrelationData, pr.CorrelationData)
-	return out
-}
-
-// binProp is one of the three binary properties a record keeps.
-func binProp(pr *codec.Properties, id codec.PropID) []byte {
-	switch id {
-	case codec.PropContentType:
-		return pr.ContentType
-	case codec.PropResponseTopic:
-		return pr.ResponseTopic
-	}
-	return pr.CorrelationData
-}
-
-// decodeProps reads encodeProps' form into pr; what it cannot read it stops at
-// (the store hands back exactly what it was given, so that is never reached).
-func decodeProps(b []byte, pr *codec.Properties) {
-	for len(b) > 0 {
-		id := codec.PropID(b[0])
-		b = b[1:]
-		switch id {
-		case codec.PropPayloadFormat:
-			if len(b) < 1 {
-				return
-			}
-			pr.PayloadFormat, b = b[0], b[1:]
-		case codec.PropMessageExpiry:
-			if len(b) < 4 {
-				return
-			}
-			pr.MessageExpiry, b = binary.BigEndian.Uint32(b), b[4:]
-		case codec.PropContentType, codec.PropResponseTopic, codec.PropCorrelationData:
-			if len(b) < 2 || len(b) < 2+int(binary.BigEndian.Uint16(b)) {
-				return
-			}
-			n := int(binary.BigEndian.Uint16(b))
-			v := b[2 : 2+n : 2+n]
-			b = b[2+n:]
-			switch id {
-			case codec.PropContentType:
-				pr.ContentType = v
-			case codec.PropResponseTopic:
-				pr.ResponseTopic = v
-			default:
-				pr.CorrelationData = v
-			}
-		default:
-			return
-		}
-		pr.Present.Set(id)
-	}
 }

@@ -3,6 +3,7 @@ package broker
 import (
 	"time"
 
+	records "github.com/saguin-edge/saguin/broker/channel"
 	"github.com/saguin-edge/saguin/codec"
 	"github.com/saguin-edge/saguin/netloop"
 	"github.com/saguin-edge/saguin/netloop/delivery"
@@ -22,7 +23,7 @@ func willOf(req *netloop.ConnectRequest, user string) *store.Will {
 		Retain:   w.Retain,
 		Delay:    time.Duration(w.Properties.WillDelay) * time.Second,
 		AuthName: user,
-		Props:    encodeProps(&w.Properties),
+		Props:    records.EncodeProps(&w.Properties),
 	}
 	for _, u := range w.Properties.User {
 		sw.Headers = append(sw.Headers, store.Header{Key: string(u.Key), Value: string(u.Value)})
@@ -56,7 +57,7 @@ func (b *Broker) publishWill(clientID string, w *store.Will, cause WillCause) {
 	if p.Payload == nil {
 		p.Payload = []byte{}
 	}
-	decodeProps(w.Props, &p.Properties)
+	records.DecodeProps(w.Props, &p.Properties)
 	for _, h := range w.Headers {
 		p.Properties.AddUser([]byte(h.Key), []byte(h.Value))
 	}
