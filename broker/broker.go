@@ -384,6 +384,11 @@ func (b *Broker) Connect(c delivery.Client, req *netloop.ConnectRequest) (bool, 
 		b.drainShares(s, c)
 		b.bcast.pump(s, c)
 		b.resumeChannels(s, c, s.carry)
+	} else {
+		// A session begun new is handed its connection too: the engines
+		// learn it here, since a SUBSCRIBE reaches them under the shard
+		// lock, where they cannot look the connection up.
+		b.resumeChannels(s, c, nil)
 	}
 	releaseCarry(s.carry)
 	clear(s.carry)

@@ -31,8 +31,17 @@ type storage struct {
 	// retainedWithSessions: one provider keeps both, so a retained value
 	// may take its room from the broadcast log.
 	retainedWithSessions bool
-	cancel               context.CancelFunc
-	sweeps               sync.WaitGroup
+	// appends are the append channels' logs, by channel name.
+	appends map[string]appendLog
+	cancel  context.CancelFunc
+	sweeps  sync.WaitGroup
+}
+
+// appendLog is one append channel's store and whether its provider commits
+// to disk.
+type appendLog struct {
+	log    store.AppendLog
+	onDisk bool
 }
 
 // openStorage opens the providers the broker's state lives in. On failure
@@ -91,6 +100,25 @@ func openStorage(cfg *config.Config, hooks store.Hooks, log *slog.Logger) (_ *st
 		return nil, fmt.Errorf("broker.retained.storage: opening the retained store on %s: %w", rp.Name(), err)
 	}
 	st.retainedWithSessions = rp == sp
+	// Every append channel's log is opened here, before the retention
+	// sweeps start, so that they sweep it from the first pass.
+	for _, ch := range cfg.Channels {
+		if ch.Type != config.TypeAppend {
+			continue
+		}
+		p, err := open(ch.Storage)
+		if err != nil {
+			return nil, fmt.Errorf("channels.%s.storage: %w", ch.Name, err)
+		}
+		log, err := p.Append(ch.Name, store.ChannelOptions{RetentionPeriod: ch.RetentionPeriod, RetentionBytes: ch.RetentionBytes, MaxBytes: ch.MaxBytes})
+		if err != nil {
+			return nil, fmt.Errorf("channels.%s: opening its log on %s: %w", ch.Name, p.Name(), err)
+		}
+		if st.appends == nil {
+			st.appends = map[string]appendLog{}
+		}
+		st.appends[ch.Name] = appendLog{log: log, onDisk: p.Type() == config.ProviderSQLite}
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	st.cancel = cancel
 	for _, p := range st.providers {

@@ -105,6 +105,10 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 			log.Error("storage did not close cleanly", "error", err)
 		}
 	}()
+	if err := plugChannels(cfg, st, b); err != nil {
+		log.Error("cannot start the broker", "error", err)
+		return 1
+	}
 	if err := b.Restore(); err != nil {
 		log.Error("cannot restore sessions", "error", err)
 		return 1

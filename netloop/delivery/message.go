@@ -54,7 +54,17 @@ var messagePool = sync.Pool{New: func() any { return &Message{pooled: true} }}
 // caller's, so that expiry follows the clock the broker and netloop are given.
 func NewMessage(p *codec.Publish, now func() time.Time) *Message {
 	m := &Message{}
-	m.fill(p, now)
+	m.fill(p, now, false)
+	return m
+}
+
+// NewLabelledMessage is NewMessage for a delivery the broker built itself
+// (a channel record with its saguin- labels, broker/channel.Out): every User
+// Property is kept, the reserved names included - the publisher's were
+// stripped when the record was made, and these are the broker's own.
+func NewLabelledMessage(p *codec.Publish, now func() time.Time) *Message {
+	m := &Message{}
+	m.fill(p, now, true)
 	return m
 }
 
@@ -64,7 +74,7 @@ func NewMessage(p *codec.Publish, now func() time.Time) *Message {
 func AcquireMessage(p *codec.Publish, now func() time.Time) *Message {
 	m := messagePool.Get().(*Message)
 	m.refs.Store(1)
-	m.fill(p, now)
+	m.fill(p, now, false)
 	return m
 }
 
@@ -107,8 +117,9 @@ func poison(b []byte) {
 }
 
 // fill copies p into m: every byte into one arena (m's own when it is large
-// enough), the properties into m's kept ones when it has them.
-func (m *Message) fill(p *codec.Publish, now func() time.Time) {
+// enough), the properties into m's kept ones when it has them. labelled
+// keeps the reserved saguin- User Properties (NewLabelledMessage).
+func (m *Message) fill(p *codec.Publish, now func() time.Time, labelled bool) {
 	pr := &p.Properties
 	n := len(p.Topic) + len(p.Payload) + len(pr.ContentType) + len(pr.ResponseTopic) + len(pr.CorrelationData)
 	for _, u := range pr.User {
@@ -158,7 +169,7 @@ func (m *Message) fill(p *codec.Publish, now func() time.Time) {
 	}
 	m.Props = props
 	for _, u := range pr.User {
-		if !reservedUserProperty(u.Key) {
+		if labelled || !reservedUserProperty(u.Key) {
 			props.User = append(props.User, codec.UserProperty{Key: take(u.Key), Value: take(u.Value)})
 		}
 	}

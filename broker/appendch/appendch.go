@@ -1,0 +1,509 @@
+// Package appendch is the append channel engine (RFC 0002 "append", RFC 0003
+// "append"): a durable log of records at rising offsets, one position per
+// durable consumer per channel, replay from a position or the channel's
+// start, and live delivery in offset order - each consumer served by its own
+// delivery goroutine, so no consumer can withhold another's delivery or a
+// publisher's acknowledgement (invariant 16).
+//
+// It plugs into the broker through broker/engine and keeps its records and
+// positions in the channel's store.AppendLog (one provider, the records and
+// the positions that point into them together).
+package appendch
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/saguin-edge/saguin/broker/channel"
+	"github.com/saguin-edge/saguin/broker/clock"
+	"github.com/saguin-edge/saguin/broker/engine"
+	"github.com/saguin-edge/saguin/codec"
+	"github.com/saguin-edge/saguin/codec/topic"
+	"github.com/saguin-edge/saguin/netloop/delivery"
+	"github.com/saguin-edge/saguin/store"
+)
+
+// Options build one append channel's engine.
+type Options struct {
+	Name    string
+	Filters []string // braces expanded
+	Log     store.AppendLog
+	Host    engine.Host
+	// Tail: start: tail - a reader with no position is served only what
+	// arrives after it subscribed. Otherwise it replays from the floor.
+	Tail bool
+	// OnDisk: the provider commits to disk, so a publish waits off the loop.
+	OnDisk bool
+	// AckCommitInterval bounds how long acknowledged progress waits to be
+	// taken for writing (broker.session.ack_commit_interval).
+	AckCommitInterval time.Duration
+	// InFlightBytes bounds the bytes of a consumer's records in flight: half
+	// of limits.session_queue_bytes (0: no bound beyond Receive Maximum).
+	InFlightBytes int64
+	// Limits are the header bounds a record is checked against.
+	Limits channel.Limits
+	// Reaches reports how many channels a subscription filter reaches;
+	// deliveries of a filter reaching more than one carry saguin-channel.
+	// nil: one.
+	Reaches func(filter string) int
+}
+
+// Counters are the channel's RFC 0005 series that are counts (the gauges -
+// records, bytes, next, floor, consumers, lowest position - are read from
+// the store and Consumers when scraped). Plain atomics: an ops package reads
+// them with no lock of the engine's held.
+type Counters struct {
+	Published     atomic.Int64 // saguin_published_total{channel}
+	PositionLost  atomic.Int64 // saguin_channel_position_lost_total{channel}
+	Delivered     atomic.Int64 // this channel's part of saguin_deliveries_sent_total
+	Refused       atomic.Int64 // publishes refused (counted by code by the broker)
+	StorageErrors atomic.Int64
+	// SharedDropped: records no member of a shared group could take
+	// (saguin_session_deliveries_dropped_total{cause="no_shared_member"}).
+	SharedDropped atomic.Int64
+}
+
+// Engine is one append channel.
+type Engine struct {
+	o     Options
+	log   *slog.Logger
+	clk   clock.Clock
+	store store.AppendLog
+
+	// Counters are read by the operations listener.
+	Counters Counters
+
+	// mu guards consumers and groups (the maps; each consumer has its own
+	// lock, taken inside mu, never the other way round). The broker calls
+	// in holding at most one session's shard lock; nothing here calls the
+	// broker back.
+	mu        sync.Mutex
+	consumers map[string]*consumer
+	groups    map[string]*group
+	closed    bool
+
+	flushWake chan struct{}
+	quit      chan struct{}
+	wg        sync.WaitGroup
+}
+
+var _ engine.Engine = (*Engine)(nil)
+
+// New builds the engine; Restore starts its position writer.
+func New(o Options) *Engine {
+	if o.AckCommitInterval <= 0 {
+		o.AckCommitInterval = 200 * time.Millisecond
+	}
+	return &Engine{
+		o: o, log: o.Host.Logger(), clk: clock.Or(o.Host.Clock()), store: o.Log,
+		consumers: map[string]*consumer{}, groups: map[string]*group{},
+		flushWake: make(chan struct{}, 1), quit: make(chan struct{}),
+	}
+}
+
+func (e *Engine) Kind() delivery.Kind  { return delivery.KindAppend }
+func (e *Engine) Name() string         { return e.o.Name }
+func (e *Engine) Filters() []string    { return e.o.Filters }
+func (e *Engine) Holder() store.Holder { return e.store }
+
+// Waits: a record on a disk provider waits for its commit.
+func (e *Engine) Waits(string, *codec.Publish) bool { return e.o.OnDisk }
+
+// Publish stores a record made from p (broker/channel.RecordOf) and answers
+// its PUBACK only once the store has it; then it wakes the consumers. It
+// never waits on a subscriber (invariant 16).
+func (e *Engine) Publish(publisher string, p *codec.Publish) (codec.ReasonCode, string) {
+	if code, why := channel.CheckHeaders(&p.Properties, e.o.Limits); code != codec.Success {
+		e.Counters.Refused.Add(1)
+		return code, why
+	}
+	r := channel.RecordOf(p, publisher, e.clk.Now())
+	stored, err := e.store.Append(r)
+	if err != nil {
+		return e.refused(publisher, p, err)
+	}
+	e.Counters.Published.Add(1)
+	e.deliverLive(&stored)
+	return codec.Success, ""
+}
+
+// refused maps a store refusal onto the PUBACK: 0x97 at the channel's or the
+// provider's max_bytes, 0x83 when the storage could not keep it.
+func (e *Engine) refused(publisher string, p *codec.Publish, err error) (codec.ReasonCode, string) {
+	e.Counters.Refused.Add(1)
+	switch {
+	case errors.Is(err, store.ErrChannelFull):
+		e.log.Warn("publish refused", "client_id", publisher, "topic", string(p.Topic), "code", "0x97", "why", "channel at max_bytes")
+		return codec.QuotaExceeded, "channel " + e.o.Name + " is at its max_bytes"
+	case errors.Is(err, store.ErrProviderFull):
+		e.log.Warn("publish refused", "client_id", publisher, "topic", string(p.Topic), "code", "0x97", "why", "provider at max_bytes")
+		return codec.QuotaExceeded, "channel " + e.o.Name + "'s storage provider is at its max_bytes"
+	}
+	e.Counters.StorageErrors.Add(1)
+	e.log.Error("publish refused: the channel's storage could not keep the record", "client_id", publisher, "topic", string(p.Topic), "error", err)
+	return codec.ImplementationSpecificError, "channel " + e.o.Name + "'s storage could not keep the record"
+}
+
+// Release writes a held QoS 2 publish at the channel's next offset and deletes
+// the hold, in one store operation; 0x97 keeps the hold for the re-sent
+// PUBREL when the channel filled meanwhile.
+func (e *Engine) Release(h store.Held) (engine.Released, codec.ReasonCode, string, error) {
+	r, err := e.store.ReleaseHeld(h.ClientID, h.PacketID)
+	switch {
+	case errors.Is(err, store.ErrChannelFull):
+		return engine.Released{}, codec.QuotaExceeded, "channel " + e.o.Name + " is at its max_bytes", nil
+	case err != nil:
+		return engine.Released{}, 0, "", err
+	}
+	e.Counters.Published.Add(1)
+	return engine.Released{Publisher: h.ClientID, Record: r, Live: true}, codec.Success, "", nil
+}
+
+// Released wakes the consumers for the record Release wrote.
+func (e *Engine) Released(r engine.Released) {
+	if r.Live {
+		e.deliverLive(&r.Record)
+	}
+}
+
+// deliverLive wakes every consumer (each reads the new record from the log at
+// its own position) and hands the record to the shared groups.
+func (e *Engine) deliverLive(r *store.Record) {
+	e.pokeAll()
+	e.mu.Lock()
+	var gs []*group
+	for _, g := range e.groups {
+		gs = append(gs, g)
+	}
+	e.mu.Unlock()
+	for _, g := range gs {
+		g.offer(e, r)
+	}
+}
+
+// pokeAll wakes every consumer.
+func (e *Engine) pokeAll() {
+	e.mu.Lock()
+	for _, c := range e.consumers {
+		c.poke()
+	}
+	e.mu.Unlock()
+}
+
+// Subscribe records one subscription of s reaching this channel before its
+// SUBACK (A2.17); the consumer's goroutine serves it once the connection is
+// resumed or, for a session already connected, at once.
+func (e *Engine) Subscribe(s engine.Session, f engine.Filter) (codec.ReasonCode, string) {
+	if f.Share != "" {
+		if f.Options.NoLocal {
+			return codec.ProtocolError, "No Local on a shared subscription"
+		}
+		e.joinGroup(s, f)
+		return codec.Success, ""
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	c := e.consumers[s.ClientID()]
+	if c == nil {
+		c = newConsumer(s.ClientID())
+		e.consumers[c.id] = c
+	}
+	c.mu.Lock()
+	c.kept = s.Kept()
+	c.subs[f.Filter] = sub{opts: f.Options, multi: e.o.Reaches != nil && e.o.Reaches(f.Inner) > 1}
+	if !c.started {
+		c.started = true
+		c.start(e, f.Options.RetainHandling, s.Restoring())
+	} else if f.Options.RetainHandling == 2 && c.kept && f.New && !s.Restoring() {
+		// A stored position asked to begin at the head: seek -1 (A4.11).
+		c.moveTo(e.store.Next())
+	}
+	serving := c.client != nil
+	c.mu.Unlock()
+	if serving {
+		e.runLocked(c)
+	}
+	c.poke()
+	return codec.Success, ""
+}
+
+// Unsubscribe drops the filter; a consumer with none left stops being served
+// but keeps its position while its session lives.
+func (e *Engine) Unsubscribe(s engine.Session, filter string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if g := e.groups[filter]; g != nil {
+		g.leave(s.ClientID())
+		if g.empty() {
+			delete(e.groups, filter)
+		}
+		return
+	}
+	if c := e.consumers[s.ClientID()]; c != nil {
+		c.mu.Lock()
+		delete(c.subs, filter)
+		c.mu.Unlock()
+	}
+}
+
+// Resume hands the consumer its new connection. What the last connection
+// left unfinished is not re-sent from the carried messages: the consumer's
+// goroutine serves again from its position (the lowest unacknowledged
+// offset), so every unacknowledged record goes out again, in order, under a
+// new era (a reading: see docs/append.md).
+func (e *Engine) Resume(s engine.Session, cl delivery.Client, _ []delivery.Unfinished) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for _, g := range e.groups {
+		g.attach(s.ClientID(), cl)
+	}
+	c := e.consumers[s.ClientID()]
+	if c == nil {
+		// Kept for the subscriptions to come: a SUBSCRIBE finds the
+		// connection here, since the broker calls in under the session's
+		// shard lock and the Host's lookup would take it again.
+		c = newConsumer(s.ClientID())
+		e.consumers[c.id] = c
+	}
+	c.mu.Lock()
+	c.kept = s.Kept()
+	c.client = cl
+	c.era++
+	c.next = c.position()
+	c.inflight, c.inflightBytes = c.inflight[:0], 0
+	serving := len(c.subs) > 0
+	c.mu.Unlock()
+	if serving {
+		e.runLocked(c)
+	}
+	c.poke()
+}
+
+// Detach: the connection is gone and the session kept. Nothing is sent until
+// Resume; the position is taken for writing now.
+func (e *Engine) Detach(s engine.Session) {
+	e.mu.Lock()
+	for _, g := range e.groups {
+		g.attach(s.ClientID(), nil)
+	}
+	if c := e.consumers[s.ClientID()]; c != nil {
+		c.mu.Lock()
+		c.client = nil
+		c.mu.Unlock()
+	}
+	e.mu.Unlock()
+	e.kickFlush()
+}
+
+// End: the session is gone for good; its position goes with it.
+func (e *Engine) End(s engine.Session) {
+	e.mu.Lock()
+	for f, g := range e.groups {
+		g.leave(s.ClientID())
+		if g.empty() {
+			delete(e.groups, f)
+		}
+	}
+	c := e.consumers[s.ClientID()]
+	delete(e.consumers, s.ClientID())
+	e.mu.Unlock()
+	if c != nil {
+		c.mu.Lock()
+		c.ended, c.client, c.dirty = true, nil, false
+		c.mu.Unlock()
+		c.stop()
+	}
+	// A position stored by this session's earlier life goes too (a session
+	// begun new inherits none, A3.18), written off the caller's lock.
+	e.wg.Add(1)
+	go func() {
+		defer e.wg.Done()
+		if _, err := e.store.DropPosition(store.ReaderMQTT(s.ClientID())); err != nil {
+			e.Counters.StorageErrors.Add(1)
+			e.log.Error("dropping an ended session's position", "client_id", s.ClientID(), "error", err)
+		}
+	}()
+}
+
+// Ack moves a consumer's position on the acknowledgement of a delivery it
+// made: QoS 1 at the PUBACK, QoS 2 at the PUBCOMP. One from an era a seek or
+// a resume closed changes nothing.
+func (e *Engine) Ack(s engine.Session, ref delivery.Ref, stage engine.AckStage) {
+	if stage != engine.AckFinished {
+		return
+	}
+	e.mu.Lock()
+	c := e.consumers[s.ClientID()]
+	e.mu.Unlock()
+	if c == nil {
+		return
+	}
+	c.mu.Lock()
+	if ref.Attempt == c.era {
+		c.acked(ref.N)
+	}
+	c.mu.Unlock()
+	c.poke()
+}
+
+// Restore starts the position writer. Positions themselves are read as the
+// broker hands back each restored session's subscriptions (Subscribe with
+// Restoring set).
+func (e *Engine) Restore() error {
+	e.log.Info("append channel open", "next", e.store.Next(), "floor", e.store.Floor(), "ack_commit_interval", e.o.AckCommitInterval.String())
+	// A consumer stalled on a refused delivery asks again once the
+	// acl_file is re-read: the grant returning is what wakes it.
+	e.o.Host.OnGrantsChanged(e.pokeAll)
+	e.wg.Add(1)
+	go e.flusher()
+	return nil
+}
+
+// Close stops every consumer's goroutine and the writer, storing every
+// position that moved; nothing of the engine runs against the store after.
+func (e *Engine) Close() error {
+	e.mu.Lock()
+	if e.closed {
+		e.mu.Unlock()
+		return nil
+	}
+	e.closed = true
+	cs := make([]*consumer, 0, len(e.consumers))
+	for _, c := range e.consumers {
+		cs = append(cs, c)
+	}
+	e.mu.Unlock()
+	for _, c := range cs {
+		c.stop()
+	}
+	close(e.quit)
+	e.wg.Wait()
+	return e.flush()
+}
+
+// Consumers is how many consumers the channel serves now
+// (saguin_channel_consumers).
+func (e *Engine) Consumers() int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	n := 0
+	for _, c := range e.consumers {
+		c.mu.Lock()
+		if len(c.subs) > 0 {
+			n++
+		}
+		c.mu.Unlock()
+	}
+	return n
+}
+
+// runLocked starts c's delivery goroutine if it is not running. e.mu held.
+func (e *Engine) runLocked(c *consumer) {
+	c.mu.Lock()
+	if e.closed || c.running || c.stopped {
+		c.mu.Unlock()
+		return
+	}
+	c.running = true
+	c.mu.Unlock()
+	e.wg.Add(1)
+	go func() {
+		defer e.wg.Done()
+		e.serve(c)
+	}()
+}
+
+func (e *Engine) kickFlush() {
+	select {
+	case e.flushWake <- struct{}{}:
+	default:
+	}
+}
+
+// flusher takes moved positions for writing every ack_commit_interval, off
+// every connection's loop and every lock (A3.10), and at once on a detach.
+func (e *Engine) flusher() {
+	defer e.wg.Done()
+	t := e.clk.NewTicker(e.o.AckCommitInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-e.quit:
+			return
+		case <-t.C():
+		case <-e.flushWake:
+		}
+		if err := e.flush(); err != nil {
+			e.log.Error("storing consumer positions; retried at the next interval", "error", err)
+		}
+	}
+}
+
+// flush stores every kept consumer's moved position.
+func (e *Engine) flush() error {
+	type due struct {
+		c   *consumer
+		pos uint64
+	}
+	var todo []due
+	e.mu.Lock()
+	for _, c := range e.consumers {
+		c.mu.Lock()
+		if c.kept && c.dirty {
+			todo = append(todo, due{c, c.position()})
+			c.dirty = false
+		}
+		c.mu.Unlock()
+	}
+	e.mu.Unlock()
+	var errs []error
+	for _, d := range todo {
+		err := e.store.SavePosition(store.Position{Reader: store.ReaderMQTT(d.c.id), Offset: d.pos,
+			SessionExpiry: time.Duration(math.MaxInt64), SavedAt: e.clk.Now()})
+		if err != nil {
+			e.Counters.StorageErrors.Add(1)
+			d.c.mu.Lock()
+			d.c.dirty = true
+			d.c.mu.Unlock()
+			errs = append(errs, fmt.Errorf("consumer %s: %w", d.c.id, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// sub is one plain subscription of a consumer reaching this channel.
+type sub struct {
+	opts  delivery.SubscribeOptions
+	multi bool // the filter reaches more than one channel: label saguin-channel
+}
+
+// match is how record r is delivered to c: at the highest QoS of the
+// subscriptions it matches (a withheld No Local one aside), carrying all
+// their identifiers, RETAIN if any asks Retain As Published. ok is false
+// when no subscription takes it: the position steps over it (A8.3).
+func (c *consumer) match(r *store.Record, ids []uint32) (qos byte, rap, multi bool, out []uint32, ok bool) {
+	out = ids[:0]
+	for f, s := range c.subs {
+		if !topic.Match(f, r.Topic) {
+			continue
+		}
+		if s.opts.NoLocal && r.ClientID == c.id {
+			continue
+		}
+		ok = true
+		qos = max(qos, min(s.opts.QoS, 2))
+		rap = rap || s.opts.RetainAsPublished
+		multi = multi || s.multi
+		if s.opts.SubscriptionID != 0 {
+			out = append(out, s.opts.SubscriptionID)
+		}
+	}
+	slices.Sort(out)
+	return qos, rap, multi, out, ok
+}

@@ -1,0 +1,272 @@
+package appendch
+
+import (
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/saguin-edge/saguin/broker/acl"
+	"github.com/saguin-edge/saguin/broker/channel"
+	"github.com/saguin-edge/saguin/codec"
+	"github.com/saguin-edge/saguin/netloop/delivery"
+	"github.com/saguin-edge/saguin/store"
+)
+
+// consumer is one client id reading this channel: its subscriptions here,
+// the connection serving it, and its two numbers (RFC 0003 "What a
+// reconnecting consumer receives"): next, the lowest offset not yet
+// delivered, and the position, the lowest not yet acknowledged.
+type consumer struct {
+	id string
+
+	// wake is poked (never blocking) when something may be sent: a record
+	// published, an acknowledgement, a resume. quit ends the goroutine.
+	wake chan struct{}
+	quit chan struct{}
+
+	// mu guards what follows; taken inside Engine.mu, never around it.
+	mu      sync.Mutex
+	running bool // the delivery goroutine was started
+	stopped bool // quit is closed
+	kept    bool
+	subs    map[string]sub
+	client  delivery.Client
+	started bool // holds a place on the channel (a position or a start)
+	ended   bool
+	era     uint32
+	next    uint64
+	// inflight are the QoS 1/2 deliveries of this era not yet finished, in
+	// offset order; their bytes are bounded by Options.InFlightBytes.
+	inflight      []flight
+	inflightBytes int64
+	// dirty: the position moved since it was last taken for writing.
+	dirty bool
+}
+
+type flight struct {
+	offset uint64
+	bytes  int64
+}
+
+func newConsumer(id string) *consumer {
+	return &consumer{id: id, wake: make(chan struct{}, 1), quit: make(chan struct{}), subs: map[string]sub{}}
+}
+
+// position is the lowest offset not yet acknowledged: what is stored.
+func (c *consumer) position() uint64 {
+	if len(c.inflight) > 0 {
+		return c.inflight[0].offset
+	}
+	return c.next
+}
+
+func (c *consumer) poke() {
+	select {
+	case c.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (c *consumer) stop() {
+	c.mu.Lock()
+	if !c.stopped {
+		c.stopped = true
+		close(c.quit)
+	}
+	c.mu.Unlock()
+}
+
+// start places a consumer that had no place on the channel (A4): its stored
+// position when its session is kept and holds one - below the floor it
+// restarts at the floor, counted and logged (A5.6) - otherwise the floor, or
+// the next offset on start: tail or with Retain Handling 2 (A4.10). Retain
+// Handling 2 over a stored position commits the head (A4.11). c.mu held.
+func (c *consumer) start(e *Engine, retainHandling byte, restoring bool) {
+	head := retainHandling == 2 && !restoring
+	if c.kept {
+		pos, ok, err := e.store.Position(store.ReaderMQTT(c.id))
+		switch {
+		case err != nil:
+			e.Counters.StorageErrors.Add(1)
+			e.log.Error("reading a consumer's position; serving from its start", "client_id", c.id, "error", err)
+		case ok && head:
+			c.moveTo(e.store.Next())
+			return
+		case ok:
+			if floor := e.store.Floor(); pos.Offset < floor {
+				e.positionLost(c.id, pos.Offset, floor)
+				c.moveTo(floor)
+				return
+			}
+			c.next = pos.Offset
+			return
+		}
+	}
+	switch {
+	case head || e.o.Tail:
+		c.next = e.store.Next()
+	default:
+		c.next = e.store.Floor()
+	}
+	c.dirty = c.kept
+}
+
+// moveTo puts the consumer at offset under a new era: everything outstanding
+// is forgotten, and an acknowledgement of it changes nothing. c.mu held.
+func (c *consumer) moveTo(offset uint64) {
+	c.era++
+	c.next = offset
+	c.inflight, c.inflightBytes = c.inflight[:0], 0
+	c.dirty = true
+}
+
+// acked finishes the in-flight delivery of offset. c.mu held.
+func (c *consumer) acked(offset uint64) {
+	for i, f := range c.inflight {
+		if f.offset == offset {
+			c.inflightBytes -= f.bytes
+			c.inflight = append(c.inflight[:i], c.inflight[i+1:]...)
+			c.dirty = true
+			return
+		}
+	}
+}
+
+// positionLost reports a reader the floor overtook (A5.6, A5.7).
+func (e *Engine) positionLost(clientID string, position, floor uint64) {
+	e.Counters.PositionLost.Add(1)
+	e.log.Warn("a consumer's position was passed by retention; it restarts at the floor",
+		"client_id", clientID, "position", position, "floor", floor, "records_missed", floor-position)
+}
+
+// readBatch is how many records a consumer's goroutine reads at once.
+const readBatch = 64
+
+// retryAfter is how soon a consumer blocked by something that sends it no
+// wake (its outbound queue full, another engine's deliveries filling its
+// window, a failed read) looks again.
+const retryAfter = 20 * time.Millisecond
+
+// serve is c's delivery goroutine: the only writer of c's records, in offset
+// order, each only when the connection can take it (Receive Maximum, the
+// in-flight byte bound, its outbound queue) - a record waits at its position,
+// never dropped (A2.16).
+func (e *Engine) serve(c *consumer) {
+	defer func() {
+		c.mu.Lock()
+		c.running = false
+		c.mu.Unlock()
+	}()
+	var out channel.Out
+	var ids []uint32
+	buf := make([]store.Record, 0, readBatch)
+	for {
+		select {
+		case <-c.quit:
+			return
+		case <-c.wake:
+		}
+		for {
+			more, blocked := e.serveOnce(c, &out, &ids, &buf)
+			if blocked {
+				e.clk.AfterFunc(retryAfter, c.poke)
+			}
+			if !more {
+				break
+			}
+		}
+	}
+}
+
+// serveOnce reads one batch from c's next offset and sends what can go now.
+// more: a full batch went, read again; blocked: stopped short with nothing
+// sure to wake it.
+func (e *Engine) serveOnce(c *consumer, out *channel.Out, ids *[]uint32, buf *[]store.Record) (more, blocked bool) {
+	c.mu.Lock()
+	cl, from, era := c.client, c.next, c.era
+	idle := cl == nil || len(c.subs) == 0 || c.ended || (e.o.InFlightBytes > 0 && c.inflightBytes >= e.o.InFlightBytes)
+	c.mu.Unlock()
+	if idle {
+		return false, false
+	}
+	w, err := e.store.ReadFrom(from, readBatch, (*buf)[:0])
+	var below *store.BelowFloorError
+	switch {
+	case errors.As(err, &below):
+		c.mu.Lock()
+		if c.era == era && c.next == from {
+			e.positionLost(c.id, from, below.Floor)
+			c.moveTo(below.Floor)
+		}
+		c.mu.Unlock()
+		return true, false
+	case err != nil:
+		e.Counters.StorageErrors.Add(1)
+		e.log.Error("reading the channel for a consumer; retried", "client_id", c.id, "error", err)
+		return false, true
+	}
+	*buf = w.Records
+	now := e.clk.Now()
+	nowf := func() time.Time { return now }
+	for i := range w.Records {
+		r := &w.Records[i]
+		// The acl_file is asked at every delivery (A2.18), before c's lock
+		// is taken: the Host takes the session's shard lock, which the
+		// broker holds when it calls in and takes c's. A refused record
+		// stalls the consumer at its position until a re-read wakes it.
+		if !e.o.Host.Allows(c.id, r.Topic, acl.Read) {
+			return false, false
+		}
+		c.mu.Lock()
+		if c.era != era || c.client != cl || c.next != r.Offset || c.ended {
+			c.mu.Unlock()
+			return true, false // moved meanwhile (a seek, a resume): start again from next
+		}
+		qos, rap, multi, got, ok := c.match(r, *ids)
+		*ids = got
+		if !ok {
+			c.next = r.Offset + 1
+			c.dirty = true
+			c.mu.Unlock()
+			continue
+		}
+		l := channel.Label{Version: cl.Version(), QoS: qos, RetainAsPublished: rap}
+		if multi {
+			l.Channel = e.o.Name
+		}
+		m := delivery.NewLabelledMessage(out.Build(r, l, now), nowf)
+		d := delivery.Delivery{QoS: qos, Retain: rap && r.Retain, SubscriptionIDs: append([]uint32(nil), got...),
+			Ref: delivery.Ref{Kind: delivery.KindAppend, Attempt: era, N: r.Offset, Name: e.o.Name}}
+		if qos == 0 {
+			d.Ref = delivery.Ref{}
+		}
+		if !cl.CanTake(m, delivery.Delivery{QoS: 0, Retain: d.Retain, SubscriptionIDs: d.SubscriptionIDs}) {
+			// Larger than the client's Maximum Packet Size: never skipped,
+			// the position stays below it (A7.1).
+			c.mu.Unlock()
+			e.log.Warn("a record is larger than the consumer's Maximum Packet Size; disconnecting it (0x95)", "client_id", c.id, "offset", r.Offset)
+			cl.Kick(codec.PacketTooLarge)
+			return false, false
+		}
+		size := int64(len(m.Topic) + len(m.Payload))
+		if qos > 0 && (!cl.CanTake(m, d) || (e.o.InFlightBytes > 0 && len(c.inflight) > 0 && c.inflightBytes+size > e.o.InFlightBytes)) {
+			ours := len(c.inflight) > 0
+			c.mu.Unlock()
+			return false, !ours // an ack of ours wakes us; otherwise look again
+		}
+		if !cl.Deliver(m, d) {
+			c.mu.Unlock()
+			return false, true
+		}
+		e.Counters.Delivered.Add(1)
+		if qos > 0 {
+			c.inflight = append(c.inflight, flight{offset: r.Offset, bytes: size})
+			c.inflightBytes += size
+		} else {
+			c.dirty = true
+		}
+		c.next = r.Offset + 1
+		c.mu.Unlock()
+	}
+	return len(w.Records) == readBatch, false
+}

@@ -1,0 +1,61 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/saguin-edge/saguin/broker"
+	"github.com/saguin-edge/saguin/broker/appendch"
+	"github.com/saguin-edge/saguin/broker/channel"
+	"github.com/saguin-edge/saguin/codec/topic"
+	"github.com/saguin-edge/saguin/config"
+)
+
+func init() {
+	servedChannelTypes[config.TypeAppend] = true
+}
+
+// plugChannels builds an engine for every served channel and plugs it into
+// the broker, before Restore (the routing table is fixed from then on).
+func plugChannels(cfg *config.Config, st *storage, b *broker.Broker) error {
+	reaches := channelReach(cfg)
+	l := cfg.Broker.Limits
+	for _, ch := range cfg.Channels {
+		if ch.Type != config.TypeAppend {
+			continue
+		}
+		al := st.appends[ch.Name]
+		e := appendch.New(appendch.Options{
+			Name: ch.Name, Filters: ch.Filters, Log: al.log, Host: b.Host(ch.Name),
+			Tail: ch.Start == "tail", OnDisk: al.onDisk,
+			AckCommitInterval: cfg.Broker.Session.AckCommitInterval,
+			InFlightBytes:     l.SessionQueueBytes / 2,
+			Limits:            channel.Limits{MaxHeaderCount: l.MaxHeaderCount, MaxHeaderBytes: l.MaxHeaderBytes},
+			Reaches:           reaches,
+		})
+		if err := b.Plug(e); err != nil {
+			return fmt.Errorf("channel %s: %w", ch.Name, err)
+		}
+	}
+	return nil
+}
+
+// channelReach counts the channels other than queues a subscription filter
+// reaches: where it is more than one, deliveries carry saguin-channel (RFC
+// 0003 "Which channel a record came from"; a crossed queue serves the filter
+// nothing, so it does not count - checklist E5).
+func channelReach(cfg *config.Config) func(filter string) int {
+	var t topic.Table[string]
+	for _, ch := range append(append([]config.Channel(nil), cfg.Channels...), cfg.DeadLetters...) {
+		if ch.Type == config.TypeQueue {
+			continue
+		}
+		for _, f := range ch.Filters {
+			_ = t.Add(f, ch.Name) // identical filters were refused at load
+		}
+	}
+	return func(filter string) int {
+		seen := map[string]bool{}
+		t.Reach(filter, func(_ string, name string, _ bool) { seen[name] = true })
+		return len(seen)
+	}
+}

@@ -1,0 +1,487 @@
+package conformance
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"os/exec"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/saguin-edge/saguin/codec"
+)
+
+// Append channels through the binary (issue 11; checklist-channels.md A).
+// Each test starts its own broker with an append channel "events" on ev/#.
+
+const appendChannel = `
+channels:
+  events:
+    type: append
+    filter: ev/#
+`
+
+// startAppend runs saguin with the events channel on storage, extra lines
+// under broker, and extra channel keys under events.
+func startAppend(t *testing.T, dir, storage, broker, channelKeys string) *brokerProc {
+	t.Helper()
+	y := saguinYAML(storage, broker) + appendChannel
+	if channelKeys != "" {
+		for _, l := range strings.Split(strings.TrimSpace(channelKeys), "\n") {
+			y += "    " + l + "\n"
+		}
+	}
+	return startSaguin(t, dir, y)
+}
+
+// userProp is the first value of key, "" and false when absent.
+func userProp(p *codec.Publish, key string) (string, bool) {
+	for _, u := range p.Properties.User {
+		if string(u.Key) == key {
+			return string(u.Value), true
+		}
+	}
+	return "", false
+}
+
+func offsetOf(t *testing.T, p *codec.Publish) uint64 {
+	t.Helper()
+	v, ok := userProp(p, "saguin-offset")
+	if !ok {
+		t.Fatalf("delivery %q carries no saguin-offset: %v", p.Payload, userProps(&p.Properties))
+	}
+	n, err := strconv.ParseUint(v, 10, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+func payloads(ps []*codec.Publish) []string {
+	var out []string
+	for _, p := range ps {
+		out = append(out, string(p.Payload))
+	}
+	return out
+}
+
+var uuidv7RE = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$`)
+
+// A1.3, A1.6, A1.7, A1.8, A2.1, A2.3: a record keeps the publisher's
+// saguin-id as its Message ID (or gets a UUIDv7), its User Properties in
+// order with repeats, its publish properties, and loses every other saguin-
+// name; a delivery carries saguin-id, saguin-offset, saguin-timestamp and,
+// with an expiry, saguin-expires.
+func TestAppendRecordIdentityHeadersAndLabels(t *testing.T) {
+	b := startAppend(t, t.TempDir(), memoryStorage, "", "")
+	pub := dialRaw(t, b.addr, codec.Version5)
+	pub.mustConnect("pub", nil)
+	p := &codec.Publish{Topic: []byte("ev/a"), Payload: []byte("one")}
+	for _, kv := range [][2]string{{"b", "1"}, {"saguin-id", "my-id"}, {"a", "2"}, {"saguin-offset", "999"}, {"b", "3"}} {
+		p.Properties.AddUser([]byte(kv[0]), []byte(kv[1]))
+	}
+	p.Properties.ContentType = []byte("text/plain")
+	p.Properties.Present.Set(codec.PropContentType)
+	if code := pub.publishAs(p, 1); code != codec.Success {
+		t.Fatalf("PUBACK 0x%02x", byte(code))
+	}
+	p2 := &codec.Publish{Topic: []byte("ev/b"), Payload: []byte("two")}
+	p2.Properties.MessageExpiry = 3600
+	p2.Properties.Present.Set(codec.PropMessageExpiry)
+	if code := pub.publishAs(p2, 2); code != codec.Success {
+		t.Fatalf("PUBACK 0x%02x", byte(code))
+	}
+
+	sub := dialRaw(t, b.addr, codec.Version5)
+	sub.mustConnect("sub", nil)
+	sub.mustSubscribe(1, "ev/#", 1)
+	got := sub.collect(2)
+	if len(got) != 2 {
+		t.Fatalf("got %v, want the two records replayed", payloads(got))
+	}
+	first := userProps(&got[0].Properties)
+	want := []string{"b=1", "a=2", "b=3"}
+	if len(first) < 3 || strings.Join(first[:3], ",") != strings.Join(want, ",") {
+		t.Fatalf("headers %v, want %v first, in order", first, want)
+	}
+	if id, _ := userProp(got[0], "saguin-id"); id != "my-id" {
+		t.Errorf("saguin-id %q, want the publisher's my-id", id)
+	}
+	if o := offsetOf(t, got[0]); o != 1 {
+		t.Errorf("first offset %d, want 1", o)
+	}
+	for _, u := range got[0].Properties.User {
+		if string(u.Key) == "saguin-offset" && string(u.Value) == "999" {
+			t.Error("the publisher's saguin-offset reached the consumer")
+		}
+	}
+	if ts, ok := userProp(got[0], "saguin-timestamp"); !ok {
+		t.Error("no saguin-timestamp")
+	} else if ms, _ := strconv.ParseInt(ts, 10, 64); time.Since(time.UnixMilli(ms)).Abs() > time.Minute {
+		t.Errorf("saguin-timestamp %s is not the receipt time in Unix ms", ts)
+	}
+	if _, ok := userProp(got[0], "saguin-expires"); ok {
+		t.Error("saguin-expires on a record published with no expiry")
+	}
+	if string(got[0].Properties.ContentType) != "text/plain" {
+		t.Errorf("Content Type %q not delivered as published", got[0].Properties.ContentType)
+	}
+	if id, _ := userProp(got[1], "saguin-id"); !uuidv7RE.MatchString(id) {
+		t.Errorf("minted saguin-id %q is not a UUIDv7", id)
+	}
+	if o := offsetOf(t, got[1]); o != 2 {
+		t.Errorf("second offset %d, want 2", o)
+	}
+	if _, ok := userProp(got[1], "saguin-expires"); !ok || got[1].Properties.MessageExpiry == 0 || got[1].Properties.MessageExpiry > 3600 {
+		t.Errorf("expiry %d / saguin-expires missing", got[1].Properties.MessageExpiry)
+	}
+	if _, ok := userProp(got[0], "saguin-channel"); ok {
+		t.Error("saguin-channel on a filter reaching one channel")
+	}
+}
+
+// A4.1, A2.11, A2.13, A12.1: a new consumer replays everything from the
+// floor in offset order, then what follows live; a 3.1.1 one gets topic and
+// payload only.
+func TestAppendReplayFromFloorInOffsetOrder(t *testing.T) {
+	b := startAppend(t, t.TempDir(), memoryStorage, "", "")
+	versions(t, func(t *testing.T, v byte) {
+		topic := "ev/" + uniq(t)
+		pub := dialRaw(t, b.addr, v)
+		pub.mustConnect(clientID(t, "pub"), nil)
+		for i := 1; i <= 5; i++ {
+			pub.publishQoS1(topic, []byte(fmt.Sprint("r", i)), uint16(i))
+		}
+		sub := dialRaw(t, b.addr, v)
+		sub.mustConnect(clientID(t, "sub"), nil)
+		sub.mustSubscribe(1, topic, 1)
+		pub.publishQoS1(topic, []byte("live"), 9)
+		got := sub.readUntil("live")
+		if strings.Join(payloads(got), ",") != "r1,r2,r3,r4,r5" {
+			t.Fatalf("replay %v, want r1..r5 in order", payloads(got))
+		}
+		for _, p := range got {
+			if p.Retain {
+				t.Fatal("RETAIN on an append replay")
+			}
+			if v != codec.Version5 && len(p.Properties.User) != 0 {
+				t.Fatalf("3.1.1 delivery carries properties")
+			}
+		}
+		if v == codec.Version5 {
+			for i := 1; i < len(got); i++ {
+				if offsetOf(t, got[i]) != offsetOf(t, got[i-1])+1 {
+					t.Fatalf("offsets not consecutive: %d then %d", offsetOf(t, got[i-1]), offsetOf(t, got[i]))
+				}
+			}
+		}
+	})
+}
+
+// A4.2: on start: tail a reader with no position gets only what follows.
+func TestAppendStartTailServesOnlyWhatFollows(t *testing.T) {
+	b := startAppend(t, t.TempDir(), memoryStorage, "", "start: tail")
+	pub := dialRaw(t, b.addr, codec.Version5)
+	pub.mustConnect("pub", nil)
+	pub.publishQoS1("ev/t", []byte("before"), 1)
+	sub := dialRaw(t, b.addr, codec.Version5)
+	sub.mustConnect("sub", nil)
+	sub.mustSubscribe(1, "ev/#", 1)
+	pub.publishQoS1("ev/t", []byte("after"), 2)
+	pub.publishQoS1("ev/t", []byte("end"), 3)
+	if got := payloads(sub.readUntil("end")); strings.Join(got, ",") != "after" {
+		t.Fatalf("got %v, want only after", got)
+	}
+}
+
+// A3.1, A3.6, A3.8, A4.4, A12.1: a durable consumer (MQTT 5 Clean Start 0
+// with an expiry; 3.1.1 cleanSession 0) resumes at its position and gets
+// exactly what was published while it was away.
+func TestAppendDurableConsumerResumesAtItsPosition(t *testing.T) {
+	b := startAppend(t, t.TempDir(), memoryStorage, "", "")
+	versions(t, func(t *testing.T, v byte) {
+		topic := "ev/" + uniq(t)
+		id := clientID(t, "durable")
+		pub := dialRaw(t, b.addr, v)
+		pub.mustConnect(clientID(t, "pub"), nil)
+		for i := 1; i <= 3; i++ {
+			pub.publishQoS1(topic, []byte(fmt.Sprint("r", i)), uint16(i))
+		}
+		pub.publishQoS1(topic, []byte("m1"), 4)
+		sub := dialRaw(t, b.addr, v)
+		sub.mustConnect(id, freshSession(300))
+		sub.mustSubscribe(1, topic, 1)
+		if got := payloads(sub.readUntil("m1")); len(got) != 3 {
+			t.Fatalf("first read %v", got)
+		}
+		sub.disconnect()
+		pub.publishQoS1(topic, []byte("away1"), 5)
+		pub.publishQoS1(topic, []byte("away2"), 6)
+		pub.publishQoS1(topic, []byte("m2"), 7)
+		sub = dialRaw(t, b.addr, v)
+		if ack := sub.mustConnect(id, session(300)); !ack.SessionPresent {
+			t.Fatal("Session Present 0 for a kept session")
+		}
+		if got := payloads(sub.readUntil("m2")); strings.Join(got, ",") != "away1,away2" {
+			t.Fatalf("resumed with %v, want away1,away2", got)
+		}
+	})
+}
+
+// A2.7: RETAIN is never set on an append delivery, except for a
+// subscription asking Retain As Published, which gets the publisher's flag.
+func TestAppendRetainOnlyForRetainAsPublished(t *testing.T) {
+	b := startAppend(t, t.TempDir(), memoryStorage, "", "")
+	pub := dialRaw(t, b.addr, codec.Version5)
+	pub.mustConnect("pub", nil)
+	p := &codec.Publish{Topic: []byte("ev/r"), Payload: []byte("kept"), Retain: true}
+	if code := pub.publishAs(p, 1); code != codec.Success {
+		t.Fatalf("retained publish into an append channel: 0x%02x, want 0x00", byte(code))
+	}
+	plain := dialRaw(t, b.addr, codec.Version5)
+	plain.mustConnect("plain", nil)
+	plain.mustSubscribe(1, "ev/r", 1)
+	if got := plain.collect(1); len(got) != 1 || got[0].Retain {
+		t.Fatalf("plain subscriber: %d deliveries, RETAIN set", len(got))
+	}
+	rap := dialRaw(t, b.addr, codec.Version5)
+	rap.mustConnect("rap", nil)
+	if ack := rap.subscribeWith(1, nil, codec.Subscription{Filter: []byte("ev/r"), QoS: 1, RetainAsPublished: true}); ack.ReasonCodes[0] != 1 {
+		t.Fatalf("SUBACK %v", ack.ReasonCodes)
+	}
+	if got := rap.collect(1); len(got) != 1 || !got[0].Retain {
+		t.Fatal("Retain As Published subscriber did not get the publisher's RETAIN")
+	}
+}
+
+// A4.10: Retain Handling 2 with no stored position: only what arrives next.
+func TestAppendRetainHandling2StartsAtTheHead(t *testing.T) {
+	b := startAppend(t, t.TempDir(), memoryStorage, "", "")
+	pub := dialRaw(t, b.addr, codec.Version5)
+	pub.mustConnect("pub", nil)
+	pub.publishQoS1("ev/h", []byte("old"), 1)
+	sub := dialRaw(t, b.addr, codec.Version5)
+	sub.mustConnect("sub", nil)
+	sub.subscribeWith(1, nil, codec.Subscription{Filter: []byte("ev/h"), QoS: 1, RetainHandling: 2})
+	pub.publishQoS1("ev/h", []byte("new"), 2)
+	pub.publishQoS1("ev/h", []byte("end"), 3)
+	if got := payloads(sub.readUntil("end")); strings.Join(got, ",") != "new" {
+		t.Fatalf("got %v, want new only", got)
+	}
+}
+
+// A8.1, A8.3: No Local withholds the client's own records (by the publisher
+// id stored on the record) and steps over them.
+func TestAppendNoLocalFromTheStoredPublisherID(t *testing.T) {
+	b := startAppend(t, t.TempDir(), memoryStorage, "", "")
+	me := dialRaw(t, b.addr, codec.Version5)
+	me.mustConnect("me", nil)
+	me.publishQoS1("ev/n", []byte("mine"), 1)
+	other := dialRaw(t, b.addr, codec.Version5)
+	other.mustConnect("other", nil)
+	other.publishQoS1("ev/n", []byte("theirs"), 1)
+	other.publishQoS1("ev/n", []byte("end"), 2)
+	me.subscribeWith(2, nil, codec.Subscription{Filter: []byte("ev/n"), QoS: 1, NoLocal: true})
+	if got := payloads(me.readUntil("end")); strings.Join(got, ",") != "theirs" {
+		t.Fatalf("got %v, want theirs only", got)
+	}
+}
+
+// A1.20, A1.21: a QoS 2 publish is held with no offset until its PUBREL
+// and written then; a reader sees nothing before.
+func TestAppendQoS2HeldUntilPubrelThenWritten(t *testing.T) {
+	b := startAppend(t, t.TempDir(), memoryStorage, "", "")
+	versions(t, func(t *testing.T, v byte) {
+		topic := "ev/" + uniq(t)
+		pub := dialRaw(t, b.addr, v)
+		pub.mustConnect(clientID(t, "pub"), nil)
+		pub.publish(topic, []byte("exactly"), 2, 1)
+		if code := pub.expectAck(codec.TypePubrec, 1); code != codec.Success {
+			t.Fatalf("PUBREC 0x%02x", byte(code))
+		}
+		sub := dialRaw(t, b.addr, v)
+		sub.mustConnect(clientID(t, "sub"), nil)
+		sub.mustSubscribe(1, topic, 1)
+		sub.expectNothing("a held QoS 2 publish is invisible to readers")
+		pub.sendAck(codec.TypePubrel, 1)
+		if code := pub.expectAck(codec.TypePubcomp, 1); code != codec.Success {
+			t.Fatalf("PUBCOMP 0x%02x", byte(code))
+		}
+		if got := sub.collect(1); len(got) != 1 || string(got[0].Payload) != "exactly" {
+			t.Fatalf("after PUBREL: %v", payloads(got))
+		}
+	})
+}
+
+// A1.19: at the channel's max_bytes the publish is refused 0x97 and nothing
+// is removed; 3.1.1 is closed instead (A1.15).
+func TestAppendMaxBytesRefuses0x97(t *testing.T) {
+	b := startAppend(t, t.TempDir(), memoryStorage, "", "max_bytes: 200")
+	pub := dialRaw(t, b.addr, codec.Version5)
+	pub.mustConnect("pub", nil)
+	big := []byte(strings.Repeat("x", 100))
+	pub.publishQoS1("ev/f", big, 1)
+	p := &codec.Publish{Topic: []byte("ev/f"), Payload: big}
+	if code := pub.publishAs(p, 2); code != codec.QuotaExceeded {
+		t.Fatalf("PUBACK 0x%02x at max_bytes, want 0x97", byte(code))
+	}
+	old := dialRaw(t, b.addr, codec.Version311)
+	old.mustConnect("old", nil)
+	old.publish("ev/f", big, 1, 1)
+	old.expectClosed()
+	sub := dialRaw(t, b.addr, codec.Version5)
+	sub.mustConnect("sub", nil)
+	sub.mustSubscribe(1, "ev/#", 1)
+	if got := sub.collect(1); len(got) != 1 {
+		t.Fatalf("%d records kept, want the one stored", len(got))
+	}
+}
+
+// A7.1: a record larger than the consumer's Maximum Packet Size disconnects
+// it with 0x95; it is never skipped.
+func TestAppendRecordTooLargeForConsumerDisconnects0x95(t *testing.T) {
+	b := startAppend(t, t.TempDir(), memoryStorage, "", "")
+	pub := dialRaw(t, b.addr, codec.Version5)
+	pub.mustConnect("pub", nil)
+	pub.publishQoS1("ev/big", []byte(strings.Repeat("y", 600)), 1)
+	small := func(c *codec.Connect) {
+		c.Properties.MaximumPacketSize = 300
+		c.Properties.Present.Set(codec.PropMaximumPacketSize)
+	}
+	for i := 0; i < 2; i++ { // reconnecting with the same bound: disconnected again
+		sub := dialRaw(t, b.addr, codec.Version5)
+		sub.mustConnect("small", both(session(300), small))
+		if i == 0 {
+			sub.mustSubscribe(1, "ev/#", 1)
+		}
+		sub.expectDisconnect(codec.PacketTooLarge)
+	}
+}
+
+// Restart on both providers (issue 11 "Tests"): every acknowledged record is
+// there once, in order, and a stored position resumes where it was - kill -9
+// on sqlite, SIGTERM on memory with snapshot_dir.
+func TestAppendRestartKill9SQLite(t *testing.T) {
+	appendRestart(t, sqliteStorage, (*brokerProc).kill9)
+}
+
+func TestAppendRestartSIGTERMMemorySnapshot(t *testing.T) {
+	appendRestart(t, snapshotStorage, (*brokerProc).stop)
+}
+
+func appendRestart(t *testing.T, storage string, stop func(*brokerProc)) {
+	dir := t.TempDir()
+	const ackCommit = "session:\n  ack_commit_interval: 10ms"
+	b := startAppend(t, dir, storage, ackCommit, "")
+	pub := dialRaw(t, b.addr, codec.Version5)
+	pub.mustConnect("pub", nil)
+	const n = 200
+	for i := 1; i <= n; i++ {
+		pub.publishQoS1("ev/x", []byte(fmt.Sprint(i)), uint16(i))
+	}
+	sub := dialRaw(t, b.addr, codec.Version5)
+	sub.mustConnect("durable", freshSession(3600))
+	sub.mustSubscribe(1, "ev/#", 1)
+	got := sub.collect(50)
+	if len(got) < 50 {
+		t.Fatalf("read %d before the restart", len(got))
+	}
+	acked := len(got)
+	sub.disconnect() // the position is taken for writing now; what it did not store is replayed, never skipped
+	stop(b)
+	b = startAppend(t, dir, storage, ackCommit, "")
+	sub = dialRaw(t, b.addr, codec.Version5)
+	sub.mustConnect("durable", session(3600))
+	pub = dialRaw(t, b.addr, codec.Version5)
+	pub.mustConnect("pub", nil)
+	pub.publishQoS1("ev/x", []byte("end"), 1)
+	rest := sub.readUntil("end")
+	if len(rest) == 0 {
+		t.Fatal("nothing after the restart")
+	}
+	first := offsetOf(t, rest[0])
+	if first > uint64(acked)+1 {
+		t.Fatalf("resumed at %d after %d acknowledged: a record skipped", first, acked)
+	}
+	for i, p := range rest {
+		if want := first + uint64(i); offsetOf(t, p) != want || string(p.Payload) != fmt.Sprint(want) {
+			t.Fatalf("after the restart: offset %d payload %q, want %d", offsetOf(t, p), p.Payload, want)
+		}
+	}
+	if last := offsetOf(t, rest[len(rest)-1]); last != n {
+		t.Fatalf("last record %d, want %d: acknowledged records lost", last, n)
+	}
+}
+
+// A3, with stock clients: mosquitto_sub -c -i is a durable consumer, and
+// resumes where it stopped.
+func TestAppendMosquittoSubDurableConsumer(t *testing.T) {
+	subTool := needTool(t, "mosquitto_sub")
+	pubTool := needTool(t, "mosquitto_pub")
+	b := startAppend(t, t.TempDir(), memoryStorage, "", "")
+	host, port := hostPort(t, b.addr)
+	publish := func(msgs ...string) {
+		for _, m := range msgs {
+			if out, err := exec.Command(pubTool, "-V", "5", "-h", host, "-p", port, "-q", "1", "-t", "ev/s", "-m", m).CombinedOutput(); err != nil {
+				t.Fatalf("mosquitto_pub: %v %s", err, out)
+			}
+		}
+	}
+	read := func(n int) []string {
+		ctx, cancel := context.WithTimeout(context.Background(), waitLong)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, subTool, "-V", "5", "-h", host, "-p", port, "-q", "1", "-c", "-i", "stock", "-x", "300", "-t", "ev/#", "-C", strconv.Itoa(n))
+		out, err := cmd.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		var lines []string
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			lines = append(lines, sc.Text())
+		}
+		cmd.Wait()
+		return lines
+	}
+	publish("a", "b")
+	if got := read(2); strings.Join(got, ",") != "a,b" {
+		t.Fatalf("first read %v", got)
+	}
+	publish("c")
+	if got := read(1); strings.Join(got, ",") != "c" {
+		t.Fatalf("resumed read %v, want c", got)
+	}
+}
+
+// A13.1: a shared subscription over append is served only records written
+// after it began, split across the group.
+func TestAppendSharedSubscriptionServedLiveOnly(t *testing.T) {
+	b := startAppend(t, t.TempDir(), memoryStorage, "", "")
+	pub := dialRaw(t, b.addr, codec.Version5)
+	pub.mustConnect("pub", nil)
+	pub.publishQoS1("ev/g", []byte("before"), 1)
+	m1 := dialRaw(t, b.addr, codec.Version5)
+	m1.mustConnect("m1", nil)
+	m1.mustSubscribe(1, "$share/g/ev/#", 1)
+	m2 := dialRaw(t, b.addr, codec.Version5)
+	m2.mustConnect("m2", nil)
+	m2.mustSubscribe(1, "$share/g/ev/#", 1)
+	for i := 0; i < 4; i++ {
+		pub.publishQoS1("ev/g", []byte(fmt.Sprint("live", i)), uint16(2+i))
+	}
+	got := append(m1.collect(2), m2.collect(2)...)
+	if len(got) != 4 {
+		t.Fatalf("group got %v, want the four live records once each", payloads(got))
+	}
+	for _, p := range got {
+		if string(p.Payload) == "before" {
+			t.Fatal("a shared group was replayed history")
+		}
+	}
+}
