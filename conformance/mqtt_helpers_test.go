@@ -65,6 +65,14 @@ func saguinOnly(t testing.TB, why string) {
 // temporary configuration and no persistence, and returns its address.
 func startMosquitto(t testing.TB) string {
 	t.Helper()
+	return startMosquittoWith(t, "allow_anonymous true\n")
+}
+
+// startMosquittoWith is startMosquitto with conf's lines instead of
+// allow_anonymous true. It runs as whoever runs the test (user), so that a
+// root run can still read files in the test's directory.
+func startMosquittoWith(t testing.TB, conf string) string {
+	t.Helper()
 	bin := "/usr/sbin/mosquitto"
 	if _, err := os.Stat(bin); err != nil {
 		p, lerr := exec.LookPath("mosquitto")
@@ -82,7 +90,10 @@ func startMosquitto(t testing.TB) string {
 	_, port := hostPort(t, addr)
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "mosquitto.conf")
-	body := fmt.Sprintf("listener %s 127.0.0.1\nallow_anonymous true\npersistence false\nlog_dest stdout\nlog_type all\n", port)
+	body := fmt.Sprintf("listener %s 127.0.0.1\n%spersistence false\nlog_dest stdout\nlog_type all\n", port, conf)
+	if os.Getuid() == 0 {
+		body += "user root\n"
+	}
 	if err := os.WriteFile(cfg, []byte(body), 0o644); err != nil {
 		t.Fatal(err)
 	}
