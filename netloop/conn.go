@@ -82,6 +82,10 @@ type Conn struct {
 	lastTaken     int64
 	flushedTaken  int64        // bytes the kernel had taken at the end of the last flush
 	call          *pendingCall // a handler call out off the loop (async.go); nil for none
+	// principal is the name the door vouched for - a client certificate it
+	// verified, or one a proxy verified and named in its PROXY header - set
+	// before the first byte is read; nil for none.
+	principal     *string
 	nextPID       uint16
 	attached      bool // the handler knows this connection
 	aborting      bool // the end discards what waits (write_timeout)

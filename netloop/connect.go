@@ -2,6 +2,7 @@ package netloop
 
 import (
 	"bytes"
+	"strconv"
 	"strings"
 	"time"
 
@@ -109,6 +110,15 @@ func (c *Conn) onConnect(h codec.Header, body []byte, sc *scratch) {
 			return
 		}
 	}
+	if c.principal != nil {
+		// A certificate's name holding a control character is nobody's:
+		// 0x86, as for a CONNECT user name (RFC 0002 "Client certificates").
+		if err := codec.CheckUserName([]byte(*c.principal)); err != nil {
+			c.logWarn("refused: the name its certificate gives holds U+0000 or a control character", "principal", strconv.Quote(*c.principal))
+			c.refuseErr(v, err, sc)
+			return
+		}
+	}
 	// Session Expiry: capped at max_session_expiry, and told when capped.
 	maxExpiry := uint32(min(o.MaxSessionExpiry/time.Second, 1<<32-1))
 	asked := uint32(0)
@@ -194,7 +204,7 @@ type connackPlan struct {
 
 // connectRequest is what the handler is given of cp.
 func (c *Conn) connectRequest(cp *codec.Connect, id string, granted uint32) ConnectRequest {
-	return ConnectRequest{
+	req := ConnectRequest{
 		Version:       cp.Version,
 		ClientID:      id,
 		CleanStart:    cp.CleanStart,
@@ -204,6 +214,12 @@ func (c *Conn) connectRequest(cp *codec.Connect, id string, granted uint32) Conn
 		Door:          c.door,
 		Remote:        c.t.RemoteAddr(),
 	}
+	if c.principal != nil {
+		// The certificate's name is the user name, whatever the CONNECT
+		// says: one client, one identity (RFC 0002 "Client certificates").
+		req.Username, req.Password, req.Certified = []byte(*c.principal), nil, true
+	}
+	return req
 }
 
 // attachConnected records that the handler took the connection: from here

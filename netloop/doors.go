@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"strings"
+	"sync/atomic"
 	"syscall"
 )
 
@@ -17,6 +18,8 @@ type listener struct {
 	door Door
 	ln   net.Listener
 	lock *os.File // unix only; nil for tcp and abstract names
+	// origins is a ws door's page rule, replaced whole by SetOrigins.
+	origins atomic.Pointer[originRule]
 }
 
 // tcpListenConfig gives accepted TCP sockets the keepalive Go's Accept gives
@@ -53,12 +56,14 @@ var tcpListenConfig = net.ListenConfig{
 // the start, and anything at the path that is not a socket is left alone.
 func openDoor(d Door) (*listener, error) {
 	switch d.Kind {
-	case KindTCP:
+	case KindTCP, KindWS:
 		ln, err := tcpListenConfig.Listen(context.Background(), "tcp", d.Address)
 		if err != nil {
 			return nil, fmt.Errorf("listener %s: %w", d.Name, err)
 		}
-		return &listener{door: d, ln: ln}, nil
+		l := &listener{door: d, ln: ln}
+		l.origins.Store(newOriginRule(d.CrossOrigin, d.AllowedOrigins))
+		return l, nil
 	case KindUnix:
 		return openUnixDoor(d)
 	}

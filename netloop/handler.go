@@ -97,7 +97,12 @@ type ConnectRequest struct {
 	// slices alias the read buffer like every other argument.
 	Will   *codec.Publish
 	Door   string // the listener's name
-	Remote string
+	Remote string // the client's address: a PROXY header's source where the door reads one
+	// Certified is set when the door vouched for the client's name: a client
+	// certificate it verified, or one a proxy verified and named. Username
+	// is then that name, whatever the CONNECT carried, and no password file
+	// is consulted for it.
+	Certified bool
 	// SessionExpiryShortened is set by the handler when it grants less than
 	// SessionExpiry (it lowers SessionExpiry too): a session store with no
 	// room keeps the session only as long as its connection, and the CONNACK

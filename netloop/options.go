@@ -10,6 +10,7 @@
 package netloop
 
 import (
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -21,10 +22,12 @@ import (
 	"github.com/saguin-edge/saguin/config/defaults"
 )
 
-// Door kinds served here. TLS and WebSocket doors feed the same Conn state
-// machine through their own Transport (see Transport).
+// Door kinds served here. Plain tcp and unix doors run on the gnet loops;
+// TLS and WebSocket doors feed the same Conn state machine through their
+// own Transport (streamdoor.go).
 const (
 	KindTCP  = "tcp"
+	KindWS   = "ws"
 	KindUnix = "unix"
 )
 
@@ -32,10 +35,22 @@ const (
 // itself for a door written as a single mapping, the entry's name in a list.
 type Door struct {
 	Name    string
-	Kind    string      // KindTCP or KindUnix
-	Address string      // tcp: host:port
+	Kind    string      // KindTCP, KindWS or KindUnix
+	Address string      // tcp and ws: host:port
 	Path    string      // unix: socket path; a leading @ is an abstract name
 	Mode    fs.FileMode // unix: the socket file's permissions; 0 means 0660
+
+	// TLS makes a tcp or ws door speak TLS (wss); nil is plain. The
+	// certs package's Store hands out one that follows SIGUSR1.
+	TLS *tls.Config
+	// CrossOrigin is a ws door's same_origin: false; AllowedOrigins its
+	// allowed_origins (RFC 0002 "Which web pages may connect").
+	CrossOrigin    bool
+	AllowedOrigins []string
+	// ProxyProtocol makes a unix door read a PROXY protocol v2 header from
+	// every connection before anything else (RFC 0002 "Behind a proxy that
+	// terminated TLS").
+	ProxyProtocol bool
 }
 
 // Options are the resolved settings netloop runs with. cmd/saguin maps the
@@ -186,13 +201,19 @@ func (o Options) validate() error {
 		}
 		names[d.Name] = true
 		switch d.Kind {
-		case KindTCP:
+		case KindTCP, KindWS:
 			if d.Address == "" {
 				errs = append(errs, fmt.Errorf("door %s: no address", d.Name))
+			}
+			if d.ProxyProtocol {
+				errs = append(errs, fmt.Errorf("door %s: a PROXY header is read on unix doors only", d.Name))
 			}
 		case KindUnix:
 			if d.Path == "" {
 				errs = append(errs, fmt.Errorf("door %s: no path", d.Name))
+			}
+			if d.TLS != nil {
+				errs = append(errs, fmt.Errorf("door %s: a unix door takes no TLS", d.Name))
 			}
 		default:
 			errs = append(errs, fmt.Errorf("door %s: kind %q is not served by netloop", d.Name, d.Kind))

@@ -38,9 +38,10 @@ type Server struct {
 	tickStop chan struct{} // closed once every connection has ended
 	wg       sync.WaitGroup
 
-	mu     sync.Mutex
-	conns  map[*Conn]struct{}
-	wakers map[gnet.EventLoop]*loopWaker // one per event loop, made at its first connection
+	mu      sync.Mutex
+	conns   map[*Conn]struct{}
+	headers map[net.Conn]struct{}         // sockets whose PROXY header is being read (proxydoor.go)
+	wakers  map[gnet.EventLoop]*loopWaker // one per event loop, made at its first connection
 
 	now atomic.Int64 // the coarse clock the loops stamp activity with, unix nanoseconds
 
@@ -61,6 +62,7 @@ func New(opts Options) (*Server, error) {
 		stop:     make(chan struct{}),
 		tickStop: make(chan struct{}),
 		conns:    make(map[*Conn]struct{}),
+		headers:  make(map[net.Conn]struct{}),
 		enrollq:  make(chan enrollment, 64),
 		wakers:   make(map[gnet.EventLoop]*loopWaker),
 	}
@@ -202,12 +204,29 @@ func (s *Server) overflow(l *listener, nc net.Conn, w *waiter, arrivedAt time.Ti
 	s.adm.leave()
 }
 
-// enroll hands an admitted socket to the event loops with a fresh Conn.
+// enroll serves an admitted socket: TLS and WebSocket doors on goroutines of
+// their own (streamdoor.go), a unix door that expects a PROXY header once
+// it has read it (proxydoor.go), everything else on the event loops.
 func (s *Server) enroll(l *listener, nc net.Conn, arrivedAt time.Time) {
+	switch {
+	case l.door.TLS != nil || l.door.Kind == KindWS:
+		s.enrollStream(l, nc, arrivedAt)
+	case l.door.ProxyProtocol:
+		s.wg.Add(1)
+		go s.enrollProxied(l, nc, arrivedAt)
+	default:
+		s.enrollLoop(l, nc, arrivedAt, nc.RemoteAddr().String(), nil)
+	}
+}
+
+// enrollLoop hands an admitted socket to the event loops with a fresh Conn;
+// remote is the client's address, principal a name the door vouched for.
+func (s *Server) enrollLoop(l *listener, nc net.Conn, arrivedAt time.Time, remote string, principal *string) {
 	g := &gnetConn{}
 	c, t := &g.c, g
-	t.remote = nc.RemoteAddr().String()
+	t.remote = remote
 	c.init(s, t, l.door.Name, arrivedAt)
+	c.principal = principal
 	s.mu.Lock()
 	s.conns[c] = struct{}{}
 	s.mu.Unlock()
@@ -283,6 +302,9 @@ func (s *Server) shutdown(ctx context.Context) error {
 		l.close()
 	}
 	s.mu.Lock()
+	for nc := range s.headers {
+		nc.Close() // waiting for a PROXY header: ended at once, never admitted
+	}
 	all := make([]*Conn, 0, len(s.conns))
 	for c := range s.conns {
 		all = append(all, c)

@@ -1,0 +1,364 @@
+package netloop
+
+import (
+	"crypto/tls"
+	"io"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/saguin-edge/saguin/codec"
+	"github.com/saguin-edge/saguin/netloop/certs"
+)
+
+// A stream door serves a connection with goroutines over a net.Conn rather
+// than on a gnet loop: the TLS doors (crypto/tls wants a blocking net.Conn)
+// and the WebSocket doors (an HTTP upgrade, then frames). It is the same
+// Conn state machine as tcp's - every MQTT rule written once - fed through
+// the Transport seam:
+//
+//   - the reader goroutine runs the TLS handshake and the WebSocket upgrade,
+//     then reads, and feeds what it read to Conn.OnData under mu;
+//   - the writer goroutine writes what Write handed it, in order, so that a
+//     client slow to read never blocks the goroutine that wrote to it;
+//   - a wake runs Conn.OnWake under mu on a goroutine started for it (one at
+//     a time), so an idle connection costs two parked goroutines.
+//
+// mu is the connection's loop: every On* call and every Transport method but
+// Wake runs under it.
+type streamConn struct {
+	c   Conn
+	srv *Server
+	l   *listener
+	nc  net.Conn
+
+	mu sync.Mutex
+	in []byte // read and not yet consumed by OnData
+
+	wmu     sync.Mutex
+	wcond   sync.Cond
+	w       io.Writer // the socket, or the TLS connection over it; set once open
+	out     []byte    // handed and not yet with the writer, framed for ws
+	spare   []byte    // the writer's last buffer, reused
+	pending int       // bytes Write was handed that the writer has not written
+	wrote   bool      // anything at all went to the peer
+	ws      *wsState  // set once a WebSocket upgrade succeeded: Write frames
+	wsClose bool      // a close frame is queued: finishClose sends no other
+	closing bool      // Close: write what waits, then end
+	stopped bool      // the writer is to end at once (Abort, or the socket failed)
+	done    chan struct{}
+
+	serving atomic.Bool // a goroutine is running wakes
+	again   atomic.Bool // a wake arrived while it ran
+	remote  string
+}
+
+// streamReadSize is a stream door's first read buffer; it grows to hold the
+// largest packet not yet whole.
+const streamReadSize = 4 << 10
+
+// closeGrace bounds what a closing stream connection still writes (the last
+// packet, a TLS close_notify, a WebSocket close frame) and how long it then
+// reads its client's last bytes so that closing does not answer them with a
+// reset that could destroy that packet.
+const closeGrace = time.Second
+
+// enrollStream starts serving an admitted socket on a TLS or WebSocket door.
+// Its Conn exists from accept, so connect_timeout runs from there over the
+// TLS handshake, the HTTP upgrade and the CONNECT together (RFC 0002 "How
+// long a socket may wait to send CONNECT").
+func (s *Server) enrollStream(l *listener, nc net.Conn, arrivedAt time.Time) {
+	t := &streamConn{srv: s, l: l, nc: nc, remote: nc.RemoteAddr().String(), done: make(chan struct{})}
+	t.wcond.L = &t.wmu
+	t.c.init(s, t, l.door.Name, arrivedAt)
+	s.mu.Lock()
+	s.conns[&t.c] = struct{}{}
+	s.mu.Unlock()
+	select {
+	case <-s.stop:
+		t.c.Kick(codec.ServerShuttingDown)
+	default:
+	}
+	go t.writeLoop()
+	go t.readLoop()
+}
+
+// readLoop opens the connection (TLS, WebSocket) and reads until it ends;
+// it is the one that tells the Conn the transport closed.
+func (t *streamConn) readLoop() {
+	err := t.open()
+	if err == nil {
+		if t.ws != nil {
+			err = t.readFrames()
+		} else {
+			err = t.readStream()
+		}
+	}
+	t.mu.Lock()
+	t.c.OnClosed(err)
+	t.mu.Unlock()
+	// An end this side decided (Close) finishes writing within closeGrace;
+	// otherwise the peer is gone or the socket failed, and what waits is
+	// dropped.
+	t.wmu.Lock()
+	if !t.closing {
+		t.stopped = true
+	}
+	t.wcond.Signal()
+	t.wmu.Unlock()
+	<-t.done
+	t.nc.Close()
+}
+
+// open runs the TLS handshake and the WebSocket upgrade the door asks for.
+func (t *streamConn) open() error {
+	var rw io.ReadWriter = t.nc
+	if cfg := t.l.door.TLS; cfg != nil {
+		tc := tls.Server(t.nc, cfg)
+		if err := tc.Handshake(); err != nil {
+			if t.c.state.Load() != stateEnding {
+				t.c.logWarn("closed: TLS handshake failed", "error", err)
+			}
+			return err
+		}
+		t.identify(tc.ConnectionState())
+		rw = tc
+	}
+	t.wmu.Lock()
+	t.w = rw
+	t.wmu.Unlock()
+	if t.l.door.Kind == KindWS {
+		return t.upgrade(rw)
+	}
+	return nil
+}
+
+// identify takes the name of a client certificate the handshake verified:
+// it becomes the client's user name (RFC 0002 "Client certificates"). A
+// client without one falls through to the password file; so does one whose
+// verified certificate has neither a Common Name nor a DNS name, which is
+// logged, since its holder may well think it named somebody.
+func (t *streamConn) identify(cs tls.ConnectionState) {
+	if len(cs.VerifiedChains) == 0 || len(cs.PeerCertificates) == 0 {
+		return
+	}
+	name := certs.Name(cs.PeerCertificates[0])
+	if name == "" {
+		t.c.logInfo("a verified client certificate names nobody (no Common Name, no DNS name): the client is authenticated as one without a certificate")
+		return
+	}
+	t.mu.Lock()
+	t.c.principal = &name
+	t.mu.Unlock()
+}
+
+// readStream reads a TLS connection's bytes and feeds them to the Conn.
+func (t *streamConn) readStream() error {
+	r := t.w.(io.Reader)
+	rbuf := make([]byte, streamReadSize)
+	for {
+		n, err := r.Read(rbuf)
+		if n > 0 {
+			t.feed(rbuf[:n])
+		}
+		if err != nil {
+			return err
+		}
+	}
+}
+
+// feed hands what was read to the Conn, as gnet's OnTraffic does. b is the
+// reader's buffer, used again once feed returns.
+func (t *streamConn) feed(b []byte) {
+	t.mu.Lock()
+	t.serveLocked(b)
+	t.mu.Unlock()
+}
+
+// serveLocked is one turn of the connection's loop: the input it holds and
+// b, unless a call is out, then what others asked for. Under mu. What
+// OnData leaves - a packet not yet whole, or everything while a call is out
+// - is kept in t.in; most reads leave nothing, and are handed over uncopied.
+func (t *streamConn) serveLocked(b []byte) {
+	c := &t.c
+	if c.closed {
+		t.in = nil
+		return
+	}
+	buf := b
+	if len(t.in) > 0 {
+		t.in = append(t.in, b...)
+		buf = t.in
+	}
+	n := 0
+	if !c.Waiting(len(buf)) && len(buf) > 0 {
+		if n = c.OnData(buf); n > 0 {
+			c.srv.counters.BytesReceived.Add(uint64(n))
+		}
+	}
+	switch rest := buf[n:]; {
+	case len(rest) == 0:
+		t.in = t.in[:0]
+		if cap(t.in) > streamReadSize {
+			t.in = nil // a large packet has gone: an idle connection keeps no large buffer
+		}
+	case len(t.in) > 0:
+		t.in = t.in[:copy(t.in, rest)]
+	default:
+		t.in = append(t.in[:0], rest...)
+	}
+	c.OnWake()
+}
+
+// Wake runs the connection's loop soon, on a goroutine of its own: the
+// reader may be blocked in a read and the writer in a write.
+func (t *streamConn) Wake() {
+	t.again.Store(true)
+	if t.serving.CompareAndSwap(false, true) {
+		go t.serveWakes()
+	}
+}
+
+func (t *streamConn) serveWakes() {
+	for {
+		t.again.Store(false)
+		t.mu.Lock()
+		t.serveLocked(nil)
+		t.mu.Unlock()
+		t.serving.Store(false)
+		if !t.again.Load() || !t.serving.CompareAndSwap(false, true) {
+			return
+		}
+	}
+}
+
+// Write hands b to the writer goroutine; it never blocks on the peer.
+func (t *streamConn) Write(b []byte) {
+	if len(b) == 0 {
+		return
+	}
+	t.wmu.Lock()
+	if !t.closing && !t.stopped {
+		if t.ws != nil {
+			t.out = appendFrameHeader(t.out, opBinary, len(b))
+		}
+		t.out = append(t.out, b...)
+		t.pending += len(b)
+		t.wcond.Signal()
+	}
+	t.wmu.Unlock()
+}
+
+// writeControl queues a WebSocket control frame; it is not counted as
+// handed bytes, which are the MQTT bytes the Conn wrote.
+func (t *streamConn) writeControl(op byte, payload []byte) {
+	t.wmu.Lock()
+	if !t.closing && !t.stopped && !t.wsClose {
+		t.wsClose = op == opClose
+		t.out = appendFrameHeader(t.out, op, len(payload))
+		t.out = append(t.out, payload...)
+		t.wcond.Signal()
+	}
+	t.wmu.Unlock()
+}
+
+func (t *streamConn) Buffered() int {
+	t.wmu.Lock()
+	n := t.pending
+	t.wmu.Unlock()
+	return n
+}
+
+// Close writes what waits, then ends the connection (writeLoop).
+func (t *streamConn) Close() {
+	t.nc.SetWriteDeadline(time.Now().Add(closeGrace))
+	t.wmu.Lock()
+	t.closing = true
+	t.wcond.Signal()
+	t.wmu.Unlock()
+}
+
+// Abort drops what waits, the kernel's send queue included.
+func (t *streamConn) Abort() {
+	t.wmu.Lock()
+	t.stopped = true
+	t.wcond.Signal()
+	t.wmu.Unlock()
+	if tc, ok := t.nc.(*net.TCPConn); ok {
+		tc.SetLinger(0)
+	}
+	t.nc.Close()
+}
+
+// Finish is not offered: Close already shuts the write side after the last
+// packet and reads the client's last bytes (finishClose).
+func (t *streamConn) Finish() bool { return false }
+
+func (t *streamConn) RemoteAddr() string { return t.remote }
+
+// writeLoop writes what Write handed over, in order, until Close (then what
+// waits is written first) or Abort.
+func (t *streamConn) writeLoop() {
+	defer close(t.done)
+	t.wmu.Lock()
+	for {
+		for len(t.out) == 0 && !t.closing && !t.stopped {
+			t.wcond.Wait()
+		}
+		if t.stopped || len(t.out) == 0 || t.w == nil {
+			break
+		}
+		buf, n, w := t.out, t.pending, t.w
+		t.out, t.spare = t.spare[:0], nil
+		high := n >= outboundCap/2
+		t.wrote = true
+		t.wmu.Unlock()
+		_, err := w.Write(buf)
+		t.wmu.Lock()
+		t.pending -= n
+		if cap(buf) <= flushChunk {
+			t.spare = buf[:0]
+		}
+		if err != nil {
+			t.stopped = true
+			break
+		}
+		if high {
+			// The Conn stopped at the transport cap; it refills now rather
+			// than at the ticker's next turn.
+			t.wmu.Unlock()
+			t.c.wake()
+			t.wmu.Lock()
+		}
+	}
+	graceful := t.closing && !t.stopped && t.wrote
+	sendClose := t.ws != nil && !t.wsClose
+	t.out, t.spare = nil, nil
+	t.wmu.Unlock()
+	if graceful {
+		t.finishClose(sendClose)
+		return
+	}
+	t.nc.Close()
+}
+
+// finishClose ends a connection that wrote something: a WebSocket close
+// frame and a TLS close_notify after the last packet, then a FIN, and the
+// reader discards what the client still sends until it closes or
+// closeGrace passes.
+func (t *streamConn) finishClose(sendClose bool) {
+	if sendClose {
+		t.w.Write(appendFrameHeader(nil, opClose, 2))
+		t.w.Write([]byte{0x03, 0xE8}) // 1000, normal closure
+	}
+	if tc, ok := t.w.(*tls.Conn); ok {
+		tc.CloseWrite()
+	}
+	tcp, ok := t.nc.(*net.TCPConn)
+	if !ok || tcp.CloseWrite() != nil {
+		t.nc.Close()
+		return
+	}
+	t.nc.SetReadDeadline(time.Now().Add(closeGrace))
+}
