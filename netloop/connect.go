@@ -268,8 +268,12 @@ func (c *Conn) connectAnswered(sc *scratch, req *ConnectRequest, plan *connackPl
 	sc.out = ack.Append(sc.out, v)
 	ack.Properties.Reset()
 	if c.srv.infoOn() { // its arguments alone cost allocations every connect
-		c.logInfo("client connected", "protocol", protocolName(v), "clean_start", plan.cleanStart,
-			"keepalive", plan.keepalive, "session_expiry", plan.granted, "session_present", present)
+		args := []any{"protocol", protocolName(v), "clean_start", plan.cleanStart,
+			"keepalive", plan.keepalive, "session_expiry", plan.granted, "session_present", present}
+		if c.principal != nil {
+			args = append(args, "principal", *c.principal) // the user name its certificate gave
+		}
+		c.logInfo("client connected", args...)
 	}
 }
 

@@ -72,7 +72,7 @@ func TestAKeyLeftOutMeansWhatAZeroOptionMeans(t *testing.T) {
 		t.Errorf("broker.qos2.expires_after left out gives %v, want %v", fromFile.QoS2ExpiresAfter, defaults.QoS2ExpiresAfter)
 	}
 
-	nf, err := netloopOptions(cfg, nil, log)
+	nf, err := netloopOptions(cfg, nil, nil, log)
 	if err != nil {
 		t.Fatal(err)
 	}

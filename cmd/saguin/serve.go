@@ -122,7 +122,12 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	b.SetAccess(access)
-	opts, err := netloopOptions(cfg, b, log)
+	tlsDoors, err := loadCertificates(cfg, log)
+	if err != nil {
+		log.Error("cannot open the MQTT doors", "error", err)
+		return 1
+	}
+	opts, err := netloopOptions(cfg, b, tlsDoors, log)
 	if err != nil {
 		log.Error("cannot open the MQTT doors", "error", err)
 		return 1
@@ -150,6 +155,7 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 	for sig := range sigs {
 		if sig == syscall.SIGUSR1 {
 			reloadAccess(cfg, b, log)
+			reread(path, tlsDoors, srv, log)
 			continue
 		}
 		if sig == syscall.SIGHUP {

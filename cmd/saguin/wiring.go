@@ -1,19 +1,21 @@
 package main
 
 import (
+	"crypto/tls"
 	"fmt"
 	"log/slog"
+	"time"
 
 	"github.com/saguin-edge/saguin/broker"
 	"github.com/saguin-edge/saguin/broker/clock"
 	"github.com/saguin-edge/saguin/config"
 	"github.com/saguin-edge/saguin/netloop"
+	"github.com/saguin-edge/saguin/netloop/certs"
 )
 
-// netloopOptions maps the resolved configuration onto netloop's options.
-// What cannot be served yet (TLS and WebSocket doors, PROXY headers) refuses
-// the start naming its key, rather than leave a configured door closed.
-func netloopOptions(cfg *config.Config, b *broker.Broker, log *slog.Logger) (netloop.Options, error) {
+// netloopOptions maps the resolved configuration onto netloop's options; a
+// TLS door serves what tlsDoors holds for it (loadCertificates).
+func netloopOptions(cfg *config.Config, b *broker.Broker, tlsDoors *certs.Store, log *slog.Logger) (netloop.Options, error) {
 	l := cfg.Broker.Limits
 	o := netloop.Options{
 		MinProtocolVersion: cfg.Broker.MQTT.MinProtocolVersion,
@@ -34,20 +36,53 @@ func netloopOptions(cfg *config.Config, b *broker.Broker, log *slog.Logger) (net
 		Clock:              clock.Real,
 	}
 	for _, ln := range cfg.Broker.MQTT.Listeners {
-		switch {
-		case ln.ProxyProtocol:
-			return o, fmt.Errorf("listener %s: proxy_protocol is not served yet", ln.Name)
-		case ln.Kind == config.KindWS:
-			return o, fmt.Errorf("listener %s: WebSocket doors are not served yet", ln.Name)
-		case ln.TLS != nil:
-			return o, fmt.Errorf("listener %s: TLS doors are not served yet", ln.Name)
-		case ln.Kind == config.KindTCP:
-			o.Doors = append(o.Doors, netloop.Door{Name: ln.Name, Kind: netloop.KindTCP, Address: ln.Address})
-		case ln.Kind == config.KindUnix:
-			o.Doors = append(o.Doors, netloop.Door{Name: ln.Name, Kind: netloop.KindUnix, Path: ln.Path, Mode: ln.Mode})
+		d := netloop.Door{Name: ln.Name, Address: ln.Address, ProxyProtocol: ln.ProxyProtocol}
+		switch ln.Kind {
+		case config.KindTCP:
+			d.Kind = netloop.KindTCP
+		case config.KindWS:
+			d.Kind = netloop.KindWS
+			d.CrossOrigin, d.AllowedOrigins = !ln.SameOrigin, ln.AllowedOrigins
+		case config.KindUnix:
+			d.Kind, d.Path, d.Mode = netloop.KindUnix, ln.Path, ln.Mode
 		}
+		if ln.TLS != nil {
+			if d.TLS = tlsDoors.Config(ln.Key); d.TLS == nil {
+				return o, fmt.Errorf("listener %s: its certificate was not loaded", ln.Key)
+			}
+		}
+		o.Doors = append(o.Doors, d)
 	}
 	return o, nil
+}
+
+// loadCertificates reads every MQTT door's certificate, key and client CA
+// before any port opens; a bad one stops the start naming its listener (RFC
+// 0002 "TLS on a listener"), each one that loads logs its expiry.
+func loadCertificates(cfg *config.Config, log *slog.Logger) (*certs.Store, error) {
+	var files []certs.Files
+	for _, ln := range cfg.Broker.MQTT.Listeners {
+		if t := ln.TLS; t != nil {
+			min := uint16(tls.VersionTLS12)
+			if t.MinVersion == "1.3" {
+				min = tls.VersionTLS13
+			}
+			files = append(files, certs.Files{Listener: ln.Key, CertFile: t.CertFile, KeyFile: t.KeyFile,
+				ClientCAFile: t.ClientCAFile, RequireCertificate: t.RequireCertificate, MinVersion: min})
+		}
+	}
+	st, loaded, err := certs.Load(files)
+	if err != nil {
+		return nil, err
+	}
+	logExpiries(log, loaded)
+	return st, nil
+}
+
+func logExpiries(log *slog.Logger, loaded []certs.Loaded) {
+	for _, l := range loaded {
+		log.Info("certificate loaded", "listener", l.Listener, "expires", l.Expires.UTC().Format(time.RFC3339))
+	}
 }
 
 // brokerOptions maps the limits the broker core enforces and the stores it
