@@ -511,3 +511,49 @@ func TestProxyHeaderRequired(t *testing.T) {
 	}
 	eventually(t, "every slot back", func() bool { return s.Connections() == 0 })
 }
+
+// RFC 0002: a connection that has not sent its PROXY header 5 s after
+// accept is closed - on the injected clock; a millisecond before it is
+// still waited for.
+func TestProxyHeaderWithinFiveSeconds(t *testing.T) {
+	s, clk := fakeServer(t, netloop.Options{Handler: newIdentities(t), ConnectTimeout: time.Minute, Doors: []netloop.Door{
+		{Name: "proxied", Kind: netloop.KindUnix, Path: filepath.Join(t.TempDir(), "s.sock"), ProxyProtocol: true},
+	}})
+	cl := dialDoor(t, s, "proxied", 5)
+	clk.WaitArmed(2) // the timer scan and the header's bound
+	clk.Advance(5*time.Second - time.Millisecond)
+	cl.nc.SetReadDeadline(time.Now().Add(50 * time.Millisecond))
+	if _, err := cl.nc.Read(make([]byte, 1)); !isTimeout(err) {
+		t.Fatalf("closed before 5 s: %v", err)
+	}
+	clk.Advance(time.Millisecond)
+	cl.expectClosed()
+	waitFor(t, "the slot back", func() bool { return s.Connections() == 0 })
+}
+
+func isTimeout(err error) bool {
+	ne, ok := err.(net.Error)
+	return ok && ne.Timeout()
+}
+
+// RFC 0002: connect_timeout runs once from accept over the TLS handshake,
+// the HTTP upgrade and the CONNECT together, on the injected clock: a wss
+// client that upgraded but sends its CONNECT a millisecond after the bound
+// is closed, one a millisecond before is answered.
+func TestConnectTimeoutOverTLSUpgradeAndConnectOnAFakeClock(t *testing.T) {
+	f := newTLSFixture(t, false, false)
+	s, clk := fakeServer(t, netloop.Options{ConnectTimeout: 2 * time.Second, Doors: []netloop.Door{
+		{Name: "wss", Kind: netloop.KindWS, Address: "127.0.0.1:0", TLS: f.config},
+	}})
+	url := "wss://localhost:" + portOf(s.Addr("wss")) + "/mqtt"
+	onTime, _ := dialWS(t, url, nil, &tls.Config{RootCAs: f.ca.Pool()})
+	late, _ := dialWS(t, url, nil, &tls.Config{RootCAs: f.ca.Pool()})
+	clk.Advance(2*time.Second - time.Millisecond)
+	if ack := onTime.connect("on-time", nil); ack.ReasonCode != codec.Success {
+		t.Fatalf("a CONNECT a millisecond before connect_timeout: %v", ack.ReasonCode)
+	}
+	clk.Advance(time.Millisecond)
+	if _, _, err := late.next(5 * time.Second); err == nil {
+		t.Fatal("an upgraded connection silent past connect_timeout was answered")
+	}
+}

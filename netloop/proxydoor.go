@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"sync/atomic"
 	"time"
 
 	"github.com/saguin-edge/saguin/netloop/proxyproto"
@@ -26,9 +27,17 @@ func (s *Server) enrollProxied(l *listener, nc net.Conn, arrivedAt time.Time) {
 	s.mu.Lock()
 	s.headers[nc] = struct{}{}
 	s.mu.Unlock()
-	nc.SetReadDeadline(arrivedAt.Add(min(proxyHeaderTimeout, s.opts.ConnectTimeout)))
+	// The bound runs on the injected clock: closing the socket ends the read.
+	bound := min(proxyHeaderTimeout, s.opts.ConnectTimeout)
+	var late atomic.Bool
+	timer := s.opts.Clock.AfterFunc(bound-s.opts.Clock.Now().Sub(arrivedAt), func() {
+		late.Store(true)
+		nc.Close()
+	})
 	h, err := proxyproto.Read(nc)
-	nc.SetReadDeadline(time.Time{})
+	if !timer.Stop() && late.Load() {
+		err = fmt.Errorf("no PROXY header within %v of accept", bound)
+	}
 	s.mu.Lock()
 	delete(s.headers, nc)
 	s.mu.Unlock()
@@ -39,10 +48,6 @@ func (s *Server) enrollProxied(l *listener, nc net.Conn, arrivedAt time.Time) {
 	}
 	peer := nc.RemoteAddr().String()
 	if err != nil {
-		var ne net.Error
-		if errors.As(err, &ne) && ne.Timeout() {
-			err = fmt.Errorf("no PROXY header within %v of accept", min(proxyHeaderTimeout, s.opts.ConnectTimeout))
-		}
 		s.log.Warn("closed: the PROXY header was refused", "listener", l.door.Name, "remote", peer, "error", err)
 		nc.Close()
 		s.adm.release()
