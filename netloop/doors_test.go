@@ -68,7 +68,7 @@ type tlsFixture struct {
 	config *tls.Config
 }
 
-func newTLSFixture(t *testing.T, clientCA bool, require bool) *tlsFixture {
+func newTLSFixture(t testing.TB, clientCA bool, require bool) *tlsFixture {
 	t.Helper()
 	dir := t.TempDir()
 	ca := certstest.NewCA(t, "estate-ca")
