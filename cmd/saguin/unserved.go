@@ -36,7 +36,7 @@ func notServed(cfg *config.Config) []string {
 			parts = append(parts, fmt.Sprintf("bridge %s: bridges are not served yet", br.Name))
 		}
 	}
-	if _, err := netloopOptions(cfg, nil, slog.New(slog.NewTextHandler(io.Discard, nil))); err != nil {
+	if _, err := netloopOptions(cfg, nil, nil, slog.New(slog.NewTextHandler(io.Discard, nil))); err != nil {
 		parts = append(parts, err.Error())
 	}
 	return parts

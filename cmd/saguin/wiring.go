@@ -14,7 +14,9 @@ import (
 )
 
 // netloopOptions maps the resolved configuration onto netloop's options; a
-// TLS door serves what tlsDoors holds for it (loadCertificates).
+// TLS door serves what tlsDoors holds for it (loadCertificates). A nil
+// tlsDoors maps the doors without their TLS, for checks that open nothing
+// (notServed).
 func netloopOptions(cfg *config.Config, b *broker.Broker, tlsDoors *certs.Store, log *slog.Logger) (netloop.Options, error) {
 	l := cfg.Broker.Limits
 	o := netloop.Options{
@@ -46,7 +48,7 @@ func netloopOptions(cfg *config.Config, b *broker.Broker, tlsDoors *certs.Store,
 		case config.KindUnix:
 			d.Kind, d.Path, d.Mode = netloop.KindUnix, ln.Path, ln.Mode
 		}
-		if ln.TLS != nil {
+		if ln.TLS != nil && tlsDoors != nil {
 			if d.TLS = tlsDoors.Config(ln.Key); d.TLS == nil {
 				return o, fmt.Errorf("listener %s: its certificate was not loaded", ln.Key)
 			}
