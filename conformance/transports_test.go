@@ -344,7 +344,7 @@ func TestBrowserPageOverWebSocket(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 		defer cancel()
 		out, err := exec.CommandContext(ctx, chromium, "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-			"--user-data-dir="+t.TempDir(), "--virtual-time-budget=15000", "--dump-dom", url).Output()
+			"--user-data-dir="+t.TempDir(), "--virtual-time-budget=30000", "--dump-dom", url).Output()
 		if err != nil {
 			t.Fatalf("chromium: %v\n%s", err, out)
 		}
