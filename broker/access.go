@@ -164,6 +164,12 @@ func (b *Broker) authorizePublish(c delivery.Client, p *codec.Publish) (codec.Re
 // it proved, or the refusal with what the log says about it (wrong and
 // missing are the same 0x86 on the wire).
 func (b *Broker) authenticate(req *netloop.ConnectRequest) (*identity, codec.ReasonCode) {
+	if req.Certified {
+		// A name its door vouched for - a client certificate it verified,
+		// or a proxy's verified CN - is the identity; no password file is
+		// consulted for it (RFC 0002 "Client certificates").
+		return &identity{user: string(req.Username)}, codec.Success
+	}
 	a := b.access.Load()
 	if a == nil {
 		return &identity{}, codec.Success

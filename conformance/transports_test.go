@@ -515,3 +515,29 @@ stream {
 		t.Fatal("a connection behind a v1 header reached CONNECT")
 	}
 }
+
+// The certificate's name is the user name the acl_file reads: with CN
+// device-7 and a role granting iot/%u/#, iot/device-7/x is answered 0x00 and
+// iot/device-8/x 0x87 - a pure-certificate estate, no password file.
+func TestCertificateNameIsTheACLUser(t *testing.T) {
+	dir := t.TempDir()
+	p := newPKI(t, dir)
+	certstest.WriteFile(t, filepath.Join(dir, "acl.yaml"), []byte(authACL))
+	b := startBrokerIn(t, dir, brokerConfig{Listen: tlsDoor(p, "\n      client_ca_file: "+p.caFile), MQTT: "acl_file: " + filepath.Join(dir, "acl.yaml")})
+	leaf := p.ca.Issue(t, certstest.Spec{CN: "device-7", Client: true})
+	nc, err := tls.Dial("tcp", doorAddr(t, b, "fleet"), &tls.Config{RootCAs: p.ca.Pool(), Certificates: []tls.Certificate{leaf.TLS}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	c := &raw{t: t, nc: nc, version: 5}
+	c.mustConnect("dev7", login("somebody-else", "typed"))
+	c.sendPublish(&codec.Publish{QoS: 1, PacketID: 1, Topic: []byte("iot/device-7/x"), Payload: []byte("ok")})
+	if code := c.expectAck(codec.TypePuback, 1); code != codec.Success {
+		t.Fatalf("own topic: 0x%02x", byte(code))
+	}
+	c.sendPublish(&codec.Publish{QoS: 1, PacketID: 2, Topic: []byte("iot/device-8/x"), Payload: []byte("no")})
+	if code := c.expectAck(codec.TypePuback, 2); code != codec.NotAuthorized {
+		t.Fatalf("another device's topic: 0x%02x, want 0x87", byte(code))
+	}
+}
