@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/saguin-edge/saguin/broker/acl"
 	"github.com/saguin-edge/saguin/broker/clock"
 	"github.com/saguin-edge/saguin/broker/engine"
 	"github.com/saguin-edge/saguin/codec"
@@ -23,6 +24,7 @@ type testHost struct {
 	clk     *clock.Fake
 	mu      sync.Mutex
 	clients map[string]delivery.Client
+	denied  map[string]bool // "<client id> <topic>": read and delete refused
 }
 
 func (h *testHost) Clock() clock.Clock   { return h.clk }
@@ -30,6 +32,12 @@ func (h *testHost) Logger() *slog.Logger { return slog.New(slog.NewTextHandler(i
 func (h *testHost) CheckTopic([]byte) (codec.ReasonCode, string) {
 	return codec.Success, ""
 }
+func (h *testHost) Allows(id, t string, v acl.Verb) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return !h.denied[id+" "+t]
+}
+func (h *testHost) OnGrantsChanged(func()) {}
 func (h *testHost) Client(id string) delivery.Client {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -161,7 +169,7 @@ func newRig(t *testing.T, mod func(*Config)) *rig {
 		t.Fatal(err)
 	}
 	clk := clock.NewFake(epoch)
-	h := &testHost{clk: clk, clients: map[string]delivery.Client{}}
+	h := &testHost{clk: clk, clients: map[string]delivery.Client{}, denied: map[string]bool{}}
 	cfg := Config{Name: "state", Filters: []string{"state/#"}, Store: st, SessionQueueBytes: 1 << 20,
 		Record: testRecord, NewBuilder: func() Builder { return &testBuilder{} }}
 	if mod != nil {

@@ -24,6 +24,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/saguin-edge/saguin/broker/acl"
 	"github.com/saguin-edge/saguin/broker/clock"
 	"github.com/saguin-edge/saguin/broker/engine"
 	"github.com/saguin-edge/saguin/codec"
@@ -146,6 +147,10 @@ func (e *Engine) Waits(string, *codec.Publish) bool { return e.cfg.Disk }
 // topic's value (a tombstone at its own offset); deleting a topic that holds
 // none stores nothing and is still answered 0x00.
 func (e *Engine) Publish(publisher string, p *codec.Publish) (codec.ReasonCode, string) {
+	if len(p.Payload) == 0 && !e.host.Allows(publisher, string(p.Topic), acl.Delete) {
+		// Removing a key is its own verb (checklist B1.8, E21).
+		return codec.NotAuthorized, "the acl_file grants this client no delete on the topic"
+	}
 	r := e.cfg.Record(p, publisher, e.clk.Now())
 	low := e.beginWrite()
 	v, ok, err := e.write(r)

@@ -439,3 +439,44 @@ func TestOneDeliveryCarriesEveryMatchingSubscriptionsIdentifier(t *testing.T) {
 		t.Fatalf("got %+v, want one QoS 1 delivery with ids 1 and 2", got)
 	}
 }
+
+// B5.4, A2.18: a value the acl_file refuses the subscriber is not sent,
+// and holds the mark below it: the resume sends it once the grant is back.
+func TestAValueRefusedByTheACLIsHeldBelowTheMark(t *testing.T) {
+	g := newRig(t, nil)
+	s := testSession{id: "c", kept: true}
+	c := g.connect("c")
+	g.subscribe(s, "state/#", qos1, true)
+	g.settled("c")
+	g.host.mu.Lock()
+	g.host.denied["c state/secret"] = true
+	g.host.mu.Unlock()
+	g.publish("state/secret", "s", false)
+	g.publish("state/open", "o", false)
+	if got := waitCount(t, c, 1); got[0].topic != "state/open" {
+		t.Fatalf("got %+v, want only state/open", got)
+	}
+	g.ack(s, c, 2)
+	g.e.Detach(s)
+	g.host.mu.Lock()
+	delete(g.host.denied, "c state/secret")
+	g.host.mu.Unlock()
+	c2 := &testClient{id: "c", version: 5, window: 10}
+	g.e.Resume(s, c2, nil)
+	if got := waitCount(t, c2, 1); got[0].topic != "state/secret" {
+		t.Fatalf("resume = %+v, want the refused value", got)
+	}
+}
+
+// B1.8, E21: a zero-length publish needs delete.
+func TestADeletionNeedsTheDeleteVerb(t *testing.T) {
+	g := newRig(t, nil)
+	g.publish("state/a", "1", false)
+	g.host.denied["pub state/a"] = true
+	if code, _ := g.e.Publish("pub", &codec.Publish{QoS: 1, Topic: []byte("state/a")}); code != codec.NotAuthorized {
+		t.Fatalf("deletion without delete = %v, want 0x87", code)
+	}
+	if v, ok, _ := g.e.Get("state/a"); !ok || string(v.Payload) != "1" {
+		t.Fatal("a refused deletion removed the value")
+	}
+}

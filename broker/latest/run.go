@@ -3,6 +3,7 @@ package latest
 import (
 	"time"
 
+	"github.com/saguin-edge/saguin/broker/acl"
 	"github.com/saguin-edge/saguin/codec"
 	"github.com/saguin-edge/saguin/netloop/delivery"
 	"github.com/saguin-edge/saguin/store"
@@ -200,6 +201,16 @@ func (r *reader) optionsLocked(t string) (qos uint8, rap bool, ids []uint32, ok 
 	return qos, rap, ids, ok
 }
 
+// missLocked records a value the subscriber could not be sent (B5.4): the
+// lowest such offset holds every resume below it until a new SUBSCRIBE.
+func (r *reader) missLocked(it *item, why string) {
+	if r.missed == 0 || it.v.Offset < r.missed {
+		r.missed = it.v.Offset
+	}
+	r.e.counters.Undelivered.Add(1)
+	r.e.log.Warn("latest value not delivered", "client_id", r.id, "topic", it.v.Topic, "offset", it.v.Offset, "why", why)
+}
+
 // sendLocked writes one value to the connection, if it has room. r.mu held.
 func (r *reader) sendLocked(out Builder, it *item, p *pass, now time.Time) outcome {
 	e, c := r.e, r.c
@@ -217,6 +228,13 @@ func (r *reader) sendLocked(out Builder, it *item, p *pass, now time.Time) outco
 			r.popLocked(it, p)
 			return sent
 		}
+	}
+	if !e.host.Allows(r.id, it.v.Topic, acl.Read) {
+		// Not a delivery (invariant 16): held below the mark, so a resume
+		// sends it again once the grant is back (B5.4), and logged.
+		r.missLocked(it, "the acl_file grants this client no read on the topic")
+		r.popLocked(it, p)
+		return sent
 	}
 	pub := out.Build(&it.v.Record, c.Version(), qos, rap && !it.pass, now)
 	if it.pass {
@@ -239,12 +257,7 @@ func (r *reader) sendLocked(out Builder, it *item, p *pass, now time.Time) outco
 		// Never skipped: recorded undelivered, holding the mark below it,
 		// and the subscriber disconnected (notes-0003 "When a record is too
 		// large for a subscriber"; B4.7).
-		if r.missed == 0 || it.v.Offset < r.missed {
-			r.missed = it.v.Offset
-		}
-		e.counters.Undelivered.Add(1)
-		e.log.Warn("latest value not delivered", "client_id", r.id, "topic", it.v.Topic, "offset", it.v.Offset,
-			"why", "larger than the subscriber's Maximum Packet Size")
+		r.missLocked(it, "larger than the subscriber's Maximum Packet Size")
 		r.popLocked(it, p)
 		return tooLarge
 	}
