@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/saguin-edge/saguin/broker/acl"
+	channelrules "github.com/saguin-edge/saguin/broker/channel"
 	"github.com/saguin-edge/saguin/broker/clock"
 	"github.com/saguin-edge/saguin/codec"
 	"github.com/saguin-edge/saguin/codec/topic"
@@ -662,8 +663,11 @@ func (b *Broker) Publish(c delivery.Client, p *codec.Publish) (codec.ReasonCode,
 	} else if size > b.opts.MaxHeaderBytes {
 		return b.refusePublish(c.ClientID(), p, codec.QuotaExceeded, "User Properties larger than limits.max_header_bytes")
 	}
-	if string(p.Topic) == HangUpTopic {
+	switch string(p.Topic) {
+	case HangUpTopic:
 		return b.hangUp(c, p)
+	case PointReadTopic:
+		return b.pointRead(c, p)
 	}
 	if code, why := b.checkTopic(p.Topic); code != codec.Success {
 		if code == codec.NotAuthorized {
@@ -866,6 +870,11 @@ func (b *Broker) Subscribe(c delivery.Client, f []byte, o delivery.SubscribeOpti
 	if !shared {
 		code, why = b.checkFilter(filter)
 	}
+	if code == codec.Success && len(o.User) > 0 {
+		// saguin-filter and saguin-deletions are the packet's: a malformed
+		// declaration refuses every filter of it (checklist A11.9).
+		_, code, why = channelrules.ReadSubscribe(o.User)
+	}
 	if code != codec.Success {
 		return code, why
 	}
@@ -942,7 +951,7 @@ func (b *Broker) Subscribe(c delivery.Client, f []byte, o delivery.SubscribeOpti
 	}
 	// The channels the filter reaches serve it too; one refusing a new
 	// filter (RFC 0002's SUBACK table) has it forgotten again.
-	if code, why := b.subscribeChannels(s, filter, sub, !existed); code != codec.Success {
+	if code, why := b.subscribeChannels(s, filter, sub, !existed, o.User); code != codec.Success {
 		if !existed {
 			b.forgetRefused(sh, s, filter)
 		}

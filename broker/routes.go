@@ -182,7 +182,7 @@ func (b *Broker) resubscribeChannels() {
 		sh.mu.Lock()
 		for _, s := range sh.sessions {
 			for f, sub := range s.filters {
-				b.subscribeChannels(restoringSession{s}, f, sub, false)
+				b.subscribeChannels(restoringSession{s}, f, sub, false, nil)
 			}
 		}
 		sh.mu.Unlock()
@@ -192,8 +192,8 @@ func (b *Broker) resubscribeChannels() {
 // subscribeChannels hands one subscription of s to every channel engine its
 // filter reaches, and answers the first refusal among them (0x00 when none
 // refuses or none is reached). Shard lock held.
-func (b *Broker) subscribeChannels(s engine.Session, filter string, sub subscription, isNew bool) (codec.ReasonCode, string) {
-	f := engine.Filter{Filter: filter, Inner: filter, New: isNew, Options: delivery.SubscribeOptions{
+func (b *Broker) subscribeChannels(s engine.Session, filter string, sub subscription, isNew bool, user []codec.UserProperty) (codec.ReasonCode, string) {
+	f := engine.Filter{Filter: filter, Inner: filter, New: isNew, Properties: user, Options: delivery.SubscribeOptions{
 		QoS: sub.qos, NoLocal: sub.noLocal, RetainAsPublished: sub.retainAsPublished,
 		RetainHandling: sub.retainHandling, SubscriptionID: sub.id}}
 	if group, inner, ok, _ := topic.SplitShared(filter); ok {

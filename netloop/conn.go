@@ -700,6 +700,19 @@ func assignClientID() string {
 	return "saguin-" + strconv.FormatInt(time.Now().UnixNano(), 36) + "-" + strconv.FormatUint(assignedSeq.Add(1), 36)
 }
 
+// hasUnreadSubscribeProperty reports a saguin- User Property on a SUBSCRIBE
+// other than the two Sagüin reads there, saguin-filter and saguin-deletions
+// (RFC 0003 "The reserved prefix on a client's own packets"); what those two
+// hold is the broker's to judge (broker/channel.ReadSubscribe).
+func hasUnreadSubscribeProperty(p *codec.Properties) bool {
+	for _, u := range p.User {
+		if k := string(u.Key); bytes.HasPrefix(u.Key, []byte("saguin-")) && k != "saguin-filter" && k != "saguin-deletions" {
+			return true
+		}
+	}
+	return false
+}
+
 // hasReservedUserProperty reports a saguin- User Property on a CONNECT,
 // which RFC 0002 refuses 0x83: Sagüin reads none there.
 func hasReservedUserProperty(p *codec.Properties) bool {

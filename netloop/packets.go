@@ -310,7 +310,7 @@ func (c *Conn) onSubscribe(h codec.Header, body []byte, sc *scratch) {
 		c.protocolFault(err, sc)
 		return
 	}
-	if v == codec.Version5 && hasReservedUserProperty(&s.Properties) {
+	if v == codec.Version5 && hasUnreadSubscribeProperty(&s.Properties) {
 		// An instruction Sagüin does not understand is refused, and it is
 		// the packet's, so every filter is (RFC 0003 "The reserved prefix on
 		// a client's own packets").
@@ -343,11 +343,14 @@ func (c *Conn) onSubscribe(h codec.Header, body []byte, sc *scratch) {
 			}
 		}
 	}
+	user := s.Properties.User
 	optionsOf := func(f *codec.Subscription) delivery.SubscribeOptions {
 		return delivery.SubscribeOptions{QoS: f.QoS, NoLocal: f.NoLocal, RetainAsPublished: f.RetainAsPublished,
-			RetainHandling: f.RetainHandling, SubscriptionID: subID}
+			RetainHandling: f.RetainHandling, SubscriptionID: subID, User: user}
 	}
 	if c.waits(delivery.CallSubscribe, nil, delivery.Ref{}) {
+		// The call outlives the read buffer the properties alias.
+		user = cloneUser(user)
 		pc := &pendingCall{kind: delivery.CallSubscribe, packetID: s.PacketID}
 		for i := range s.Subscriptions {
 			f := &s.Subscriptions[i]
@@ -369,6 +372,18 @@ func (c *Conn) onSubscribe(h codec.Header, body []byte, sc *scratch) {
 		sa.ReasonCodes = append(sa.ReasonCodes, code)
 	}
 	c.subscribeAnswered(sc, s.PacketID, refused)
+}
+
+// cloneUser copies User Properties out of the read buffer; nil for none.
+func cloneUser(u []codec.UserProperty) []codec.UserProperty {
+	if len(u) == 0 {
+		return nil
+	}
+	out := make([]codec.UserProperty, len(u))
+	for i := range u {
+		out[i] = codec.UserProperty{Key: bytes.Clone(u[i].Key), Value: bytes.Clone(u[i].Value)}
+	}
+	return out
 }
 
 // subscribeAnswered writes the SUBACK carrying the codes in sc.suback, a

@@ -116,6 +116,14 @@ type Engine interface {
 	Close() error
 }
 
+// PointReader is what a latest channel's engine adds to Engine: the point
+// read (RFC 0003 "Reading one value: the point read"), asked by the broker
+// for $saguin/kv/get once the key is judged to be this channel's topic. ok is
+// false for no value - never set, deleted, or past retention_period alike.
+type PointReader interface {
+	Get(topic string) (v store.Value, ok bool, err error)
+}
+
 // Released is what Release wrote: the record at its offset in the engine's
 // store, as the publisher sent it.
 type Released struct {

@@ -16,6 +16,11 @@ type SubscribeOptions struct {
 	// SubscriptionID is the SUBSCRIBE's Subscription Identifier (MQTT 5);
 	// 0 is none. Deliveries for the filter carry it back.
 	SubscriptionID uint32
+	// User are the SUBSCRIBE's User Properties, packet-level - the same for
+	// every filter of it: where a channel reads saguin-deletions and
+	// saguin-filter. nil for none; the handler keeps nothing of it past the
+	// call.
+	User []codec.UserProperty
 }
 
 // Kind names the engine a delivery came from, so that its acknowledgement
