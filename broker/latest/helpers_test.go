@@ -136,7 +136,7 @@ func (s testSession) Restoring() bool  { return s.restoring }
 // testBuilder labels nothing: topic, payload, RETAIN as published when asked.
 type testBuilder struct{ p codec.Publish }
 
-func (b *testBuilder) Build(r *store.Record, _, qos uint8, rap bool, _ time.Time) *codec.Publish {
+func (b *testBuilder) Build(r *store.Record, _, qos uint8, rap bool, _ string, _ time.Time) *codec.Publish {
 	b.p = codec.Publish{QoS: qos, Retain: rap && r.Retain, Topic: []byte(r.Topic), Payload: r.Payload}
 	if b.p.Payload == nil {
 		b.p.Payload = []byte{}

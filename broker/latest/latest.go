@@ -25,6 +25,7 @@ import (
 	"time"
 
 	"github.com/saguin-edge/saguin/broker/acl"
+	"github.com/saguin-edge/saguin/broker/channel"
 	"github.com/saguin-edge/saguin/broker/clock"
 	"github.com/saguin-edge/saguin/broker/engine"
 	"github.com/saguin-edge/saguin/codec"
@@ -37,7 +38,16 @@ import (
 // labels (saguin-id, -offset, -timestamp, -expires, -channel): broker/channel's
 // Out. The PUBLISH aliases the builder's buffers until its next Build.
 type Builder interface {
-	Build(r *store.Record, version, qos uint8, retainAsPublished bool, now time.Time) *codec.Publish
+	// Build labels r for a connection of protocol version; label is the
+	// saguin-channel value, "" for none.
+	Build(r *store.Record, version, qos uint8, retainAsPublished bool, label string, now time.Time) *codec.Publish
+}
+
+// outBuilder is broker/channel's Out as a Builder.
+type outBuilder struct{ o channel.Out }
+
+func (b *outBuilder) Build(r *store.Record, version, qos uint8, rap bool, label string, now time.Time) *codec.Publish {
+	return b.o.Build(r, channel.Label{Version: version, QoS: qos, RetainAsPublished: rap, Channel: label}, now)
 }
 
 // Config is one latest channel as the configuration names it.
@@ -55,15 +65,16 @@ type Config struct {
 	// Disk: the store waits on a disk commit (sqlite), so a publish leaves
 	// the connection's loop.
 	Disk bool
-	// Record makes the record a publish becomes (broker/channel.RecordOf).
+	// Record makes the record a publish becomes; nil is broker/channel's
+	// RecordOf.
 	Record func(p *codec.Publish, publisher string, now time.Time) store.Record
-	// NewBuilder gives each delivery routine its own Builder.
+	// NewBuilder gives each delivery routine its own Builder; nil is
+	// broker/channel's Out.
 	NewBuilder func() Builder
-	// Accept builds a subscription's saguin-filter predicate from its
-	// SUBSCRIBE's User Properties (nil: every topic); a refusal code above
-	// 0x80 refuses the subscription. nil Accept ignores no property: it is
-	// set once broker/channel's parser is wired.
-	Accept func(props []codec.UserProperty) (func(topic string) bool, codec.ReasonCode, string)
+	// Reaches counts the channels (queues aside) a subscription filter
+	// reaches: above one, deliveries carry saguin-channel (checklist E5).
+	// nil: never.
+	Reaches func(filter string) int
 }
 
 // Counters are the channel's RFC 0005 series and what operations reads,
@@ -108,8 +119,14 @@ var _ engine.Engine = (*Engine)(nil)
 
 // New builds the engine of cfg on host.
 func New(cfg Config, host engine.Host) (*Engine, error) {
-	if cfg.Store == nil || cfg.Record == nil || cfg.NewBuilder == nil {
-		return nil, fmt.Errorf("latest channel %s: a store, Record and NewBuilder are required", cfg.Name)
+	if cfg.Store == nil {
+		return nil, fmt.Errorf("latest channel %s: no store", cfg.Name)
+	}
+	if cfg.Record == nil {
+		cfg.Record = channel.RecordOf
+	}
+	if cfg.NewBuilder == nil {
+		cfg.NewBuilder = func() Builder { return new(outBuilder) }
 	}
 	if len(cfg.Filters) == 0 {
 		return nil, fmt.Errorf("latest channel %s: no filter", cfg.Name)

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/saguin-edge/saguin/broker/channel"
 	"github.com/saguin-edge/saguin/broker/engine"
 	"github.com/saguin-edge/saguin/codec"
 	"github.com/saguin-edge/saguin/netloop/delivery"
@@ -71,7 +72,7 @@ func TestStatePassCarriesRetainAndDeletionsOnlyWhenAsked(t *testing.T) {
 		t.Fatalf("state pass = %+v, want state/a and state/b, both with RETAIN", got)
 	}
 	del := g.connect("del")
-	g.subscribe(testSession{id: "del"}, "state/#", qos1, true, codec.UserProperty{Key: []byte(DeletionsKey), Value: []byte("whatever")})
+	g.subscribe(testSession{id: "del"}, "state/#", qos1, true, codec.UserProperty{Key: []byte(channel.DeletionsKey), Value: []byte("whatever")})
 	got = byTopic(waitCount(t, del, 3))
 	if got[2].topic != "state/c" || got[2].payload != "" || got[2].offset != 4 || !got[2].retain {
 		t.Fatalf("deletion in the pass = %+v, want state/c empty at offset 4 with RETAIN", got[2])
@@ -327,7 +328,7 @@ func TestValuesPastTheirPeriodAreNeverServed(t *testing.T) {
 		t.Fatal("a value at its period was served by a point read")
 	}
 	c := g.connect("c")
-	g.subscribe(testSession{id: "c"}, "state/#", qos1, true, codec.UserProperty{Key: []byte(DeletionsKey)})
+	g.subscribe(testSession{id: "c"}, "state/#", qos1, true, codec.UserProperty{Key: []byte(channel.DeletionsKey)})
 	got := byTopic(waitCount(t, c, 2))
 	g.settled("c")
 	if got[0].topic != "state/gone" || got[1].topic != "state/new" || c.count() != 0 {
@@ -335,7 +336,7 @@ func TestValuesPastTheirPeriodAreNeverServed(t *testing.T) {
 	}
 	g.clk.Advance(time.Hour)
 	d := g.connect("d")
-	g.subscribe(testSession{id: "d"}, "state/#", qos1, true, codec.UserProperty{Key: []byte(DeletionsKey)})
+	g.subscribe(testSession{id: "d"}, "state/#", qos1, true, codec.UserProperty{Key: []byte(channel.DeletionsKey)})
 	g.settled("d")
 	if got := d.take(); len(got) != 0 {
 		t.Fatalf("pass after both periods = %+v, want nothing", got)

@@ -3,6 +3,7 @@ package latest
 import (
 	"sync"
 
+	"github.com/saguin-edge/saguin/broker/channel"
 	"github.com/saguin-edge/saguin/broker/engine"
 	"github.com/saguin-edge/saguin/codec"
 	"github.com/saguin-edge/saguin/codec/topic"
@@ -10,15 +11,14 @@ import (
 	"github.com/saguin-edge/saguin/store"
 )
 
-// DeletionsKey is the SUBSCRIBE User Property asking for deletions in the
-// state pass: its presence is the switch, its value ignored (notes-0003).
-const DeletionsKey = "saguin-deletions"
-
 // sub is one plain subscription of a session that reaches this channel.
 type sub struct {
 	inner  string
 	opts   delivery.SubscribeOptions
 	accept func(topic string) bool // saguin-filter; nil: every topic
+	// label: the filter reaches more than one channel, so its deliveries
+	// say which (saguin-channel).
+	label bool
 }
 
 func (s *sub) matches(t string) bool {
@@ -176,13 +176,15 @@ func (e *Engine) fanOut(v store.Value) {
 
 // Subscribe implements engine.Engine.
 func (e *Engine) Subscribe(s engine.Session, f engine.Filter) (codec.ReasonCode, string) {
+	// The broker refused a malformed declaration for the whole packet
+	// already; read here for what it says.
+	decl, code, why := channel.ReadSubscribe(f.Properties)
+	if code != codec.Success {
+		return code, why
+	}
 	var accept func(string) bool
-	if e.cfg.Accept != nil {
-		a, code, why := e.cfg.Accept(f.Properties)
-		if code >= 0x80 {
-			return code, why
-		}
-		accept = a
+	if decl.Partition.Declared() {
+		accept = decl.Partition.Accepts // the state pass and changes alike (A11.16)
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -205,7 +207,7 @@ func (e *Engine) Subscribe(s engine.Session, f engine.Filter) (codec.ReasonCode,
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.kept = s.Kept()
-	su := &sub{inner: f.Inner, opts: f.Options, accept: accept}
+	su := &sub{inner: f.Inner, opts: f.Options, accept: accept, label: e.cfg.Reaches != nil && e.cfg.Reaches(f.Inner) > 1}
 	r.subs[f.Filter] = su
 	if s.Restoring() {
 		return codec.Success, ""
@@ -221,19 +223,10 @@ func (e *Engine) Subscribe(s engine.Session, f engine.Filter) (codec.ReasonCode,
 		return codec.Success, ""
 	}
 	r.gen++
-	r.passes = append(r.passes, &pass{from: 0, upto: e.st.Next(), deletions: hasDeletions(f.Properties),
+	r.passes = append(r.passes, &pass{from: 0, upto: e.st.Next(), deletions: decl.Deletions,
 		match: su.matches, gen: r.gen})
 	r.startLocked()
 	return codec.Success, ""
-}
-
-func hasDeletions(props []codec.UserProperty) bool {
-	for _, u := range props {
-		if string(u.Key) == DeletionsKey {
-			return true
-		}
-	}
-	return false
 }
 
 // Unsubscribe implements engine.Engine.

@@ -186,19 +186,20 @@ func (r *reader) popLocked(it *item, p *pass) {
 // Identifiers of the plain subscriptions matching t: delivered once, at the
 // highest QoS granted, with every identifier (A2.8, E2). ok false: none
 // matches any more (unsubscribed while it waited).
-func (r *reader) optionsLocked(t string) (qos uint8, rap bool, ids []uint32, ok bool) {
+func (r *reader) optionsLocked(t string) (qos uint8, rap, label bool, ids []uint32, ok bool) {
 	for _, s := range r.subs {
 		if !s.matches(t) {
 			continue
 		}
 		ok = true
+		label = label || s.label
 		qos = max(qos, s.opts.QoS)
 		rap = rap || s.opts.RetainAsPublished
 		if s.opts.SubscriptionID != 0 {
 			ids = append(ids, s.opts.SubscriptionID)
 		}
 	}
-	return qos, rap, ids, ok
+	return qos, rap, label, ids, ok
 }
 
 // missLocked records a value the subscriber could not be sent (B5.4): the
@@ -215,7 +216,7 @@ func (r *reader) missLocked(it *item, why string) {
 func (r *reader) sendLocked(out Builder, it *item, p *pass, now time.Time) outcome {
 	e, c := r.e, r.c
 	var qos uint8
-	var rap bool
+	var rap, label bool
 	var ids []uint32
 	if it.group != nil {
 		qos, rap = it.gopts.QoS, it.gopts.RetainAsPublished
@@ -224,7 +225,7 @@ func (r *reader) sendLocked(out Builder, it *item, p *pass, now time.Time) outco
 		}
 	} else {
 		var ok bool
-		if qos, rap, ids, ok = r.optionsLocked(it.v.Topic); !ok {
+		if qos, rap, label, ids, ok = r.optionsLocked(it.v.Topic); !ok {
 			r.popLocked(it, p)
 			return sent
 		}
@@ -236,12 +237,16 @@ func (r *reader) sendLocked(out Builder, it *item, p *pass, now time.Time) outco
 		r.popLocked(it, p)
 		return sent
 	}
-	pub := out.Build(&it.v.Record, c.Version(), qos, rap && !it.pass, now)
+	name := ""
+	if label {
+		name = e.cfg.Name
+	}
+	pub := out.Build(&it.v.Record, c.Version(), qos, rap && !it.pass, name, now)
 	if it.pass {
 		pub.Retain = true // catch-up is always flagged, Retain As Published or not (B3.2)
 	}
-	m := delivery.AcquireMessage(pub, func() time.Time { return now })
-	defer m.Release()
+	// The labels are the broker's own: kept (NewLabelledMessage).
+	m := delivery.NewLabelledMessage(pub, func() time.Time { return now })
 	d := delivery.Delivery{QoS: qos, Retain: pub.Retain, SubscriptionIDs: ids,
 		Ref: delivery.Ref{Kind: delivery.KindLatest, N: it.v.Offset, Name: e.cfg.Name}}
 	size := int64(m.Bytes())

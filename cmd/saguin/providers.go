@@ -33,6 +33,8 @@ type storage struct {
 	retainedWithSessions bool
 	// appends are the append channels' logs, by channel name.
 	appends map[string]appendLog
+	// latests are the latest channels' stores, by channel name.
+	latests map[string]latestStore
 	cancel  context.CancelFunc
 	sweeps  sync.WaitGroup
 }
@@ -118,6 +120,11 @@ func openStorage(cfg *config.Config, hooks store.Hooks, log *slog.Logger) (_ *st
 			st.appends = map[string]appendLog{}
 		}
 		st.appends[ch.Name] = appendLog{log: log, onDisk: p.Type() == config.ProviderSQLite}
+	}
+	// Every latest channel's store is opened before the retention sweeps
+	// start, so that they sweep it (values and tombstones) from the first pass.
+	if err := st.openLatests(cfg, open); err != nil {
+		return nil, err
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	st.cancel = cancel

@@ -109,6 +109,10 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 		log.Error("cannot start the broker", "error", err)
 		return 1
 	}
+	if err := plugLatest(cfg, st, b, log); err != nil {
+		log.Error("cannot start the broker", "error", err)
+		return 1
+	}
 	if err := b.Restore(); err != nil {
 		log.Error("cannot restore sessions", "error", err)
 		return 1

@@ -1,0 +1,469 @@
+package conformance
+
+import (
+	"bufio"
+	"context"
+	"os/exec"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/saguin-edge/saguin/codec"
+)
+
+// Latest channels (issue 12, checklist-channels.md B): through the binary,
+// MQTT bytes and the stock mosquitto clients.
+
+// latestChannel is a latest channel "state" over state/#.
+const latestChannel = "state:\n  type: latest\n  filter: state/#"
+
+func latestBroker(t *testing.T) *brokerProc {
+	t.Helper()
+	return startBroker(t, brokerConfig{Channels: latestChannel})
+}
+
+// set publishes a value (or, empty, a deletion) at QoS 1 and wants 0x00.
+func (c *raw) set(topic, payload string, id uint16) {
+	c.t.Helper()
+	c.sendPublish(&codec.Publish{QoS: 1, PacketID: id, Topic: []byte(topic), Payload: []byte(payload)})
+	if code := c.expectAck(codec.TypePuback, id); code != codec.Success {
+		c.t.Fatalf("PUBACK 0x%02x for %s=%q", byte(code), topic, payload)
+	}
+}
+
+// label is the value of a User Property, "" when absent.
+func label(p *codec.Publish, key string) string {
+	for _, u := range p.Properties.User {
+		if string(u.Key) == key {
+			return string(u.Value)
+		}
+	}
+	return ""
+}
+
+// collectAcked reads n PUBLISHes, acknowledging each, keyed by topic.
+func (c *raw) collectAcked(n int) map[string]*codec.Publish {
+	c.t.Helper()
+	out := map[string]*codec.Publish{}
+	for i := 0; i < n; i++ {
+		p := c.expectPublish()
+		c.ackDelivery(p)
+		out[string(p.Topic)] = p
+	}
+	return out
+}
+
+// B3.1, B3.2, B3.4, B3.8: the state pass sends every current value with
+// RETAIN, even where no publisher set it, labelled (MQTT 5) with saguin-id,
+// saguin-offset and saguin-timestamp; 3.1.1 gets topic, payload and RETAIN.
+func TestLatestCatchUpCarriesRetainAndLabels(t *testing.T) {
+	versions(t, func(t *testing.T, v byte) {
+		b := latestBroker(t)
+		pub := dialRaw(t, b.addr, v)
+		pub.mustConnect("pub", nil)
+		pub.set("state/a", "1", 1)
+		pub.set("state/b", "2", 2)
+		pub.set("state/a", "3", 3)
+		sub := dialRaw(t, b.addr, v)
+		sub.mustConnect("sub", nil)
+		sub.mustSubscribe(1, "state/#", 1)
+		got := sub.collectAcked(2)
+		a, bb := got["state/a"], got["state/b"]
+		if a == nil || bb == nil || string(a.Payload) != "3" || string(bb.Payload) != "2" {
+			t.Fatalf("state pass = %v, want state/a=3 and state/b=2", got)
+		}
+		if !a.Retain || !bb.Retain {
+			t.Fatal("a catch-up value without RETAIN")
+		}
+		sub.expectNothing("only the current value of each topic")
+		if v != codec.Version5 {
+			return
+		}
+		if label(a, "saguin-offset") != "3" || label(bb, "saguin-offset") != "2" {
+			t.Fatalf("offsets %v / %v, want 3 and 2", userProps(&a.Properties), userProps(&bb.Properties))
+		}
+		if label(a, "saguin-id") == "" || label(a, "saguin-timestamp") == "" {
+			t.Fatalf("labels %v, want saguin-id and saguin-timestamp", userProps(&a.Properties))
+		}
+		if ms, err := strconv.ParseInt(label(a, "saguin-timestamp"), 10, 64); err != nil || time.Since(time.UnixMilli(ms)) > time.Minute {
+			t.Fatalf("saguin-timestamp %q is not the receipt time in Unix ms", label(a, "saguin-timestamp"))
+		}
+	})
+}
+
+// B4.1, B3.2 with mosquitto_sub -F '%r %t %p': RETAIN on the catch-up, not on
+// a change.
+func TestLatestMosquittoSubSeesRetainOnCatchUpAndNotOnChanges(t *testing.T) {
+	b := latestBroker(t)
+	pub := dialRaw(t, b.addr, codec.Version5)
+	pub.mustConnect("pub", nil)
+	pub.set("state/valve", "open", 1)
+	host, port := hostPort(t, b.addr)
+	ctx, cancel := context.WithTimeout(context.Background(), waitLong)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "mosquitto_sub", "-h", host, "-p", port, "-V", "5", "-q", "1", "-t", "state/#", "-C", "2", "-F", "%r %t %p")
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	lines := bufio.NewScanner(stdout)
+	var got []string
+	if lines.Scan() {
+		got = append(got, lines.Text()) // the catch-up: it is subscribed
+	}
+	pub.set("state/valve", "closed", 2)
+	if lines.Scan() {
+		got = append(got, lines.Text())
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("mosquitto_sub: %v (%q)", err, got)
+	}
+	if strings.Join(got, "|") != "1 state/valve open|0 state/valve closed" {
+		t.Fatalf("mosquitto_sub printed %q, want the catch-up with RETAIN 1 then the change with 0", got)
+	}
+}
+
+// B4.1: a Retain As Published subscriber's change carries the publisher's
+// flag; B4.2: a live deletion reaches every subscriber.
+func TestLatestLiveChangesAndDeletions(t *testing.T) {
+	b := latestBroker(t)
+	sub := dialRaw(t, b.addr, codec.Version5)
+	sub.mustConnect("sub", nil)
+	sub.subscribeWith(1, nil, codec.Subscription{Filter: []byte("state/#"), QoS: 1, RetainAsPublished: true})
+	pub := dialRaw(t, b.addr, codec.Version5)
+	pub.mustConnect("pub", nil)
+	pub.sendPublish(&codec.Publish{QoS: 1, PacketID: 1, Retain: true, Topic: []byte("state/a"), Payload: []byte("r")})
+	pub.expectAck(codec.TypePuback, 1)
+	p := sub.expectPublish()
+	sub.ackDelivery(p)
+	if !p.Retain || string(p.Payload) != "r" {
+		t.Fatalf("RAP change %q retain %v, want the publisher's RETAIN", p.Payload, p.Retain)
+	}
+	pub.set("state/a", "", 2)
+	p = sub.expectPublish()
+	if len(p.Payload) != 0 || p.Retain || label(p, "saguin-offset") != "2" {
+		t.Fatalf("live deletion %q retain %v %v, want an empty payload at offset 2", p.Payload, p.Retain, userProps(&p.Properties))
+	}
+}
+
+// B2.1, B3.5: a deleted topic is not in the state pass; with
+// saguin-deletions it is, empty, at the offset it was stored at.
+func TestLatestDeletionsOnlyWithSaguinDeletions(t *testing.T) {
+	b := latestBroker(t)
+	pub := dialRaw(t, b.addr, codec.Version5)
+	pub.mustConnect("pub", nil)
+	pub.set("state/a", "1", 1)
+	pub.set("state/gone", "1", 2)
+	pub.set("state/gone", "", 3)
+	pub.set("state/never", "", 4) // stores nothing (B1.5)
+	plain := dialRaw(t, b.addr, codec.Version5)
+	plain.mustConnect("plain", nil)
+	plain.mustSubscribe(1, "state/#", 1)
+	if got := plain.collectAcked(1); got["state/a"] == nil {
+		t.Fatalf("state pass = %v", got)
+	}
+	plain.expectNothing("a deletion without saguin-deletions")
+	del := dialRaw(t, b.addr, codec.Version5)
+	del.mustConnect("del", nil)
+	ack := del.subscribeWith(1, func(p *codec.Properties) {
+		p.User = append(p.User, codec.UserProperty{Key: []byte("saguin-deletions"), Value: []byte("yes")})
+		p.Present.Set(codec.PropUserProperty)
+	}, codec.Subscription{Filter: []byte("state/#"), QoS: 1})
+	if ack.ReasonCodes[0] != 1 {
+		t.Fatalf("SUBACK %v with saguin-deletions", ack.ReasonCodes)
+	}
+	got := del.collectAcked(2)
+	g := got["state/gone"]
+	if g == nil || len(g.Payload) != 0 || !g.Retain || label(g, "saguin-offset") != "3" {
+		t.Fatalf("state pass with deletions = %v", got)
+	}
+	del.expectNothing("state/never was never stored")
+}
+
+// B3.7: Retain Handling 2 sends no state; 1 only for a new subscription.
+func TestLatestRetainHandling(t *testing.T) {
+	b := latestBroker(t)
+	pub := dialRaw(t, b.addr, codec.Version5)
+	pub.mustConnect("pub", nil)
+	pub.set("state/a", "1", 1)
+	sub := dialRaw(t, b.addr, codec.Version5)
+	sub.mustConnect("sub", nil)
+	sub.subscribeWith(1, nil, codec.Subscription{Filter: []byte("state/#"), QoS: 1, RetainHandling: 2})
+	sub.expectNothing("Retain Handling 2")
+	sub.subscribeWith(2, nil, codec.Subscription{Filter: []byte("state/#"), QoS: 1, RetainHandling: 1})
+	sub.expectNothing("Retain Handling 1 on a subscription it holds")
+	sub.subscribeWith(3, nil, codec.Subscription{Filter: []byte("state/+"), QoS: 1, RetainHandling: 1})
+	if p := sub.expectPublish(); !p.Retain || string(p.Payload) != "1" {
+		t.Fatalf("Retain Handling 1 on a new subscription: %q retain %v", p.Payload, p.Retain)
+	}
+}
+
+// B5.1, B5.9: a resumed session with no new SUBSCRIBE is sent only the
+// topics that changed while it was away; MQTT 5 and 3.1.1.
+func TestLatestResumedSessionReceivesOnlyWhatChanged(t *testing.T) {
+	versions(t, func(t *testing.T, v byte) {
+		b := latestBroker(t)
+		pub := dialRaw(t, b.addr, v)
+		pub.mustConnect("pub", nil)
+		for i, k := range []string{"a", "b", "c"} {
+			pub.set("state/"+k, "1", uint16(i+1))
+		}
+		sub := dialRaw(t, b.addr, v)
+		sub.mustConnect("sub", session(600))
+		sub.mustSubscribe(1, "state/#", 1)
+		sub.collectAcked(3)
+		sub.ping()
+		sub.disconnect()
+		pub.set("state/b", "2", 10)
+		pub.set("state/b", "3", 11)
+		back := dialRaw(t, b.addr, v)
+		if ack := back.mustConnect("sub", session(600)); !ack.SessionPresent {
+			t.Fatal("the session did not resume")
+		}
+		p := back.expectPublish()
+		back.ackDelivery(p)
+		if string(p.Topic) != "state/b" || string(p.Payload) != "3" {
+			t.Fatalf("resume sent %s=%q, want state/b=3 only", p.Topic, p.Payload)
+		}
+		back.expectNothing("topics that did not change while it was away")
+	})
+}
+
+// B4.7: a value larger than the subscriber's Maximum Packet Size ends the
+// connection with DISCONNECT 0x95, never skipped.
+func TestLatestValueTooLargeDisconnectsWith0x95(t *testing.T) {
+	b := latestBroker(t)
+	pub := dialRaw(t, b.addr, codec.Version5)
+	pub.mustConnect("pub", nil)
+	pub.set("state/big", strings.Repeat("x", 500), 1)
+	sub := dialRaw(t, b.addr, codec.Version5)
+	sub.mustConnect("sub", func(c *codec.Connect) {
+		c.Properties.MaximumPacketSize = 200
+		c.Properties.Present.Set(codec.PropMaximumPacketSize)
+	})
+	sub.subscribeWith(1, nil, codec.Subscription{Filter: []byte("state/#"), QoS: 1})
+	h, body := sub.read()
+	if h.Type != codec.TypeDisconnect {
+		t.Fatalf("got %s, want DISCONNECT 0x95", h.Type)
+	}
+	var d codec.Disconnect
+	if err := d.Decode(h, body, codec.Version5); err != nil || d.ReasonCode != codec.PacketTooLarge {
+		t.Fatalf("DISCONNECT %v (%v), want 0x95", d.ReasonCode, err)
+	}
+}
+
+// B9.1: a shared subscription over a latest channel gets changes only.
+func TestLatestSharedSubscriptionGetsChangesOnly(t *testing.T) {
+	b := latestBroker(t)
+	pub := dialRaw(t, b.addr, codec.Version5)
+	pub.mustConnect("pub", nil)
+	pub.set("state/a", "before", 1)
+	sub := dialRaw(t, b.addr, codec.Version5)
+	sub.mustConnect("sub", nil)
+	sub.mustSubscribe(1, "$share/g/state/#", 1)
+	sub.expectNothing("a state pass to a shared subscription")
+	pub.set("state/a", "after", 2)
+	if p := sub.expectPublish(); string(p.Payload) != "after" || p.Retain {
+		t.Fatalf("shared got %q retain %v, want the change without RETAIN", p.Payload, p.Retain)
+	}
+}
+
+// pointRead publishes $saguin/kv/get for key and returns the PUBACK code.
+func (c *raw) pointRead(key string, id uint16, response string, corr []byte) codec.ReasonCode {
+	c.t.Helper()
+	p := &codec.Publish{QoS: 1, PacketID: id, Topic: []byte("$saguin/kv/get"), Payload: []byte(key)}
+	if response != "" {
+		p.Properties.ResponseTopic = []byte(response)
+		p.Properties.Present.Set(codec.PropResponseTopic)
+	}
+	if corr != nil {
+		p.Properties.CorrelationData = corr
+		p.Properties.Present.Set(codec.PropCorrelationData)
+	}
+	c.sendPublish(p)
+	return c.expectAck(codec.TypePuback, id)
+}
+
+// B8.1-6: the point read answers the asking connection only, on its
+// Response Topic, with the value or an empty payload, echoing Correlation
+// Data or else the key; it subscribes nobody.
+func TestLatestPointReadAnswersTheAskerOnly(t *testing.T) {
+	b := latestBroker(t)
+	pub := dialRaw(t, b.addr, codec.Version5)
+	pub.mustConnect("pub", nil)
+	pub.set("state/a", "v1", 1)
+	pub.set("state/d", "x", 2)
+	pub.set("state/d", "", 3)
+	watcher := dialRaw(t, b.addr, codec.Version5)
+	watcher.mustConnect("watcher", nil)
+	watcher.mustSubscribe(1, "reply/#", 1)
+	asker := dialRaw(t, b.addr, codec.Version5)
+	asker.mustConnect("asker", nil)
+	if code := asker.pointRead("state/a", 1, "reply/me", []byte("c-1")); code != codec.Success {
+		t.Fatalf("PUBACK 0x%02x", byte(code))
+	}
+	p := asker.expectPublish()
+	if string(p.Topic) != "reply/me" || string(p.Payload) != "v1" || string(p.Properties.CorrelationData) != "c-1" || p.Retain {
+		t.Fatalf("reply %s %q corr %q retain %v", p.Topic, p.Payload, p.Properties.CorrelationData, p.Retain)
+	}
+	for _, key := range []string{"state/d", "state/never"} {
+		asker.pointRead(key, 2, "reply/me", nil)
+		p = asker.expectPublish()
+		if len(p.Payload) != 0 || string(p.Properties.CorrelationData) != key {
+			t.Fatalf("reply for %s: %q corr %q, want empty with the key as Correlation Data", key, p.Payload, p.Properties.CorrelationData)
+		}
+	}
+	watcher.expectNothing("a point read's reply is never published")
+	pub.set("state/a", "v2", 4)
+	asker.expectNothing("a point read subscribes nobody")
+}
+
+// B8.7-13, B8.15: every refusal on the PUBACK, nothing on the Response Topic.
+func TestLatestPointReadRefusals(t *testing.T) {
+	b := startBroker(t, brokerConfig{Channels: latestChannel + "\nevents:\n  type: append\n  filter: events/#", Limits: "max_topic_levels: 4"})
+	c := dialRaw(t, b.addr, codec.Version5)
+	c.mustConnect("asker", nil)
+	for _, tc := range []struct {
+		key, response string
+		code          codec.ReasonCode
+	}{
+		{"other/a", "r", codec.TopicNameInvalid},       // broadcast
+		{"events/a", "r", codec.TopicNameInvalid},      // an append channel
+		{"state/+", "r", codec.TopicNameInvalid},       // wildcard
+		{"$SYS/x", "r", codec.TopicNameInvalid},        // reserved
+		{"state/a/b/c/d", "r", codec.TopicNameInvalid}, // too deep
+		{"", "r", codec.ImplementationSpecificError},   // empty key
+		{"state/a", "", codec.ImplementationSpecificError},
+	} {
+		if got := c.pointRead(tc.key, 1, tc.response, nil); got != tc.code {
+			t.Errorf("key %q response %q: PUBACK 0x%02x, want 0x%02x", tc.key, tc.response, byte(got), byte(tc.code))
+		}
+	}
+	c.expectNothing("a refusal is never answered on the Response Topic")
+	// QoS 0: dropped, nothing answered.
+	p := &codec.Publish{Topic: []byte("$saguin/kv/get"), Payload: []byte("state/a")}
+	p.Properties.ResponseTopic = []byte("r")
+	p.Properties.Present.Set(codec.PropResponseTopic)
+	c.sendPublish(p)
+	c.expectNothing("a QoS 0 point read")
+}
+
+// B8 with mosquitto_rr: the stock request/response client gets the value.
+func TestLatestPointReadWithMosquittoRR(t *testing.T) {
+	b := latestBroker(t)
+	pub := dialRaw(t, b.addr, codec.Version5)
+	pub.mustConnect("pub", nil)
+	pub.set("state/valve", "open", 1)
+	host, port := hostPort(t, b.addr)
+	out, err := exec.Command("mosquitto_rr", "-h", host, "-p", port, "-V", "5", "-q", "1",
+		"-t", "$saguin/kv/get", "-e", "reply/rr", "-m", "state/valve", "-W", "5").CombinedOutput()
+	if err != nil || strings.TrimSpace(string(out)) != "open" {
+		t.Fatalf("mosquitto_rr: %v %q, want open", err, out)
+	}
+}
+
+// latestRestart: every acknowledged value and deletion is there after a
+// restart, each at its offset, on sqlite after kill -9 and on memory with
+// snapshot_dir after SIGTERM.
+func latestRestart(t *testing.T, storage string, stop func(*brokerProc)) {
+	dir := t.TempDir()
+	yaml := saguinYAML(storage, "") + "channels:\n  state:\n    type: latest\n    filter: state/#\n"
+	b := startSaguin(t, dir, yaml)
+	pub := dialRaw(t, b.addr, codec.Version5)
+	pub.mustConnect("pub", nil)
+	pub.set("state/a", "1", 1)
+	pub.set("state/b", "2", 2)
+	pub.set("state/a", "", 3)
+	pub.set("state/c", "3", 4)
+	stop(b)
+	b = startSaguin(t, dir, yaml)
+	sub := dialRaw(t, b.addr, codec.Version5)
+	sub.mustConnect("sub", nil)
+	sub.subscribeWith(1, func(p *codec.Properties) {
+		p.User = append(p.User, codec.UserProperty{Key: []byte("saguin-deletions"), Value: []byte("")})
+		p.Present.Set(codec.PropUserProperty)
+	}, codec.Subscription{Filter: []byte("state/#"), QoS: 1})
+	got := sub.collectAcked(3)
+	want := map[string][2]string{"state/a": {"", "3"}, "state/b": {"2", "2"}, "state/c": {"3", "4"}}
+	for k, w := range want {
+		p := got[k]
+		if p == nil || string(p.Payload) != w[0] || label(p, "saguin-offset") != w[1] {
+			t.Fatalf("%s after the restart = %v, want %q at offset %s", k, p, w[0], w[1])
+		}
+	}
+	pub = dialRaw(t, b.addr, codec.Version5)
+	pub.mustConnect("pub", nil)
+	pub.set("state/d", "4", 1)
+	if p := sub.expectPublish(); label(p, "saguin-offset") != "5" {
+		t.Fatalf("the next offset after the restart is %s, want 5 (never reused)", label(p, "saguin-offset"))
+	}
+}
+
+func TestLatestValuesSurviveKill9OnSqlite(t *testing.T) {
+	latestRestart(t, sqliteStorage, (*brokerProc).kill9)
+}
+
+func TestLatestValuesSurviveSIGTERMOnMemoryWithSnapshot(t *testing.T) {
+	latestRestart(t, snapshotStorage, (*brokerProc).stop)
+}
+
+// B5.7: after a restart, a session that comes back gets the full state.
+func TestLatestAfterARestartAResumedSessionGetsTheFullState(t *testing.T) {
+	dir := t.TempDir()
+	yaml := saguinYAML(sqliteStorage, "") + "channels:\n  state:\n    type: latest\n    filter: state/#\n"
+	b := startSaguin(t, dir, yaml)
+	pub := dialRaw(t, b.addr, codec.Version5)
+	pub.mustConnect("pub", nil)
+	pub.set("state/a", "1", 1)
+	pub.set("state/b", "1", 2)
+	sub := dialRaw(t, b.addr, codec.Version5)
+	sub.mustConnect("sub", session(600))
+	sub.mustSubscribe(1, "state/#", 1)
+	sub.collectAcked(2)
+	sub.ping()
+	b.kill9()
+	b = startSaguin(t, dir, yaml)
+	back := dialRaw(t, b.addr, codec.Version5)
+	if ack := back.mustConnect("sub", session(600)); !ack.SessionPresent {
+		t.Fatal("the session did not come back")
+	}
+	if got := back.collectAcked(2); len(got) != 2 || !got["state/a"].Retain {
+		t.Fatalf("resume after a restart = %v, want the full state with RETAIN", got)
+	}
+}
+
+// B10: at a start, retained values a latest channel now claims move into it
+// (the startup line says how many); those under an append channel are
+// discarded.
+func TestLatestRetainedValuesMoveInAtStart(t *testing.T) {
+	dir := t.TempDir()
+	b := startSaguin(t, dir, saguinYAML(sqliteStorage, ""))
+	pub := dialRaw(t, b.addr, codec.Version5)
+	pub.mustConnect("pub", nil)
+	pub.retain("state/a", []byte("kept"), 1, nil)
+	pub.retain("events/x", []byte("gone"), 2, nil)
+	pub.retain("other/y", []byte("stays"), 3, nil)
+	b.stop()
+	b = startSaguin(t, dir, saguinYAML(sqliteStorage, "")+"channels:\n  state:\n    type: latest\n    filter: state/#\n  events:\n    type: append\n    filter: events/#\n")
+	line := b.log.wait(regexp.MustCompile("retained values settled"), waitLong)
+	if !strings.Contains(line, `moved="state=1"`) || !strings.Contains(line, `discarded="events=1"`) {
+		t.Fatalf("startup line %q", line)
+	}
+	sub := dialRaw(t, b.addr, codec.Version5)
+	sub.mustConnect("sub", nil)
+	sub.mustSubscribe(1, "state/#", 1)
+	if p := sub.expectPublish(); string(p.Payload) != "kept" || label(p, "saguin-offset") == "" {
+		t.Fatalf("moved value %q %v, want it served by the channel", p.Payload, userProps(&p.Properties))
+	}
+	sub.mustSubscribe(2, "other/#", 1)
+	if p := sub.expectPublish(); string(p.Payload) != "stays" || label(p, "saguin-offset") != "" {
+		t.Fatalf("broadcast retained value %q %v", p.Payload, userProps(&p.Properties))
+	}
+	sub.mustSubscribe(3, "events/#", 1)
+	sub.expectNothing("a retained value now under an append channel")
+}
