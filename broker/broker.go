@@ -669,6 +669,9 @@ func (b *Broker) Publish(c delivery.Client, p *codec.Publish) (codec.ReasonCode,
 	case PointReadTopic:
 		return b.pointRead(c, p)
 	}
+	if isSeek(p.Topic) {
+		return b.seek(c, p)
+	}
 	if code, why := b.checkTopic(p.Topic); code != codec.Success {
 		if code == codec.NotAuthorized {
 			return b.logRefusal(c.ClientID(), p, code, why) // $SYS: RFC 0005 counts it nowhere

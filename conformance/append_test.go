@@ -485,3 +485,155 @@ func TestAppendSharedSubscriptionServedLiveOnly(t *testing.T) {
 		}
 	}
 }
+
+// seekAs publishes a seek at QoS 1 and returns the reply written to c (nil
+// when none came before the PUBACK) and the PUBACK's code: the reply always
+// comes first (A6.27). Records arriving meanwhile are acknowledged and kept
+// in c.early.
+func (c *raw) seekAs(channel, payload, responseTopic string, id uint16) (*codec.Publish, codec.ReasonCode) {
+	reply, code, _ := c.seekSeeing(channel, payload, responseTopic, id)
+	return reply, code
+}
+
+// seekSeeing is seekAs also returning the channel records that arrived
+// before the PUBACK, and failing if one came before the reply.
+func (c *raw) seekSeeing(channel, payload, responseTopic string, id uint16) (*codec.Publish, codec.ReasonCode, []*codec.Publish) {
+	var early []*codec.Publish
+	c.t.Helper()
+	p := &codec.Publish{QoS: 1, PacketID: id, Topic: []byte("$saguin/consumer/" + channel + "/seek"), Payload: []byte(payload)}
+	if responseTopic != "" && c.version == codec.Version5 {
+		p.Properties.ResponseTopic = []byte(responseTopic)
+		p.Properties.Present.Set(codec.PropResponseTopic)
+		p.Properties.CorrelationData = []byte("corr-1")
+		p.Properties.Present.Set(codec.PropCorrelationData)
+	}
+	c.sendPublish(p)
+	var reply *codec.Publish
+	for {
+		h, body := c.read()
+		switch h.Type {
+		case codec.TypePublish:
+			var q codec.Publish
+			if err := q.Decode(h, body, c.version); err != nil {
+				c.t.Fatal(err)
+			}
+			if strings.HasPrefix(string(q.Topic), "ev/") {
+				c.ackDelivery(&q)
+				if reply != nil {
+					early = append(early, &q) // from the new position, after the reply
+				}
+				continue
+			}
+			reply = &q
+		case codec.TypePuback:
+			var a codec.Ack
+			if err := a.Decode(h, body, c.version); err != nil {
+				c.t.Fatal(err)
+			}
+			return reply, a.ReasonCode, early
+		default:
+			c.t.Fatalf("want the seek's reply or PUBACK, got %s", h.Type)
+		}
+	}
+}
+
+// A6.2, A6.23, A6.24, A6.27, A6.28: seek 0 moves a durable consumer to the
+// floor on its current connection; the reply - the stored offset, on the
+// Response Topic with the Correlation Data echoed - comes before the PUBACK,
+// and the records follow from there.
+func TestSeekToFloorRepliesBeforePubackAndReplays(t *testing.T) {
+	b := startAppend(t, t.TempDir(), memoryStorage, "", "")
+	pub := dialRaw(t, b.addr, codec.Version5)
+	pub.mustConnect("pub", nil)
+	for i := 1; i <= 3; i++ {
+		pub.publishQoS1("ev/s", []byte(fmt.Sprint("r", i)), uint16(i))
+	}
+	pub.publishQoS1("ev/s", []byte("m1"), 4)
+	sub := dialRaw(t, b.addr, codec.Version5)
+	sub.mustConnect("seeker", freshSession(300))
+	sub.mustSubscribe(1, "ev/#", 1)
+	sub.readUntil("m1")
+	reply, code, early := sub.seekSeeing("events", "0", "my/replies", 7)
+	if code != codec.Success {
+		t.Fatalf("PUBACK 0x%02x", byte(code))
+	}
+	if reply == nil || string(reply.Topic) != "my/replies" || string(reply.Payload) != "1" || string(reply.Properties.CorrelationData) != "corr-1" {
+		t.Fatalf("reply %+v, want 1 on my/replies with corr-1, before the PUBACK", reply)
+	}
+	pub.publishQoS1("ev/s", []byte("m2"), 5)
+	if got := payloads(append(early, sub.readUntil("m2")...)); strings.Join(got, ",") != "r1,r2,r3,m1" {
+		t.Fatalf("after seek 0: %v", got)
+	}
+	// -1: the end; nothing outstanding.
+	reply, code = sub.seekAs("events", "-1", "", 8)
+	if code != codec.Success || reply == nil || string(reply.Topic) != "$saguin/consumer/events/seek/reply" || string(reply.Payload) != "6" {
+		t.Fatalf("seek -1: 0x%02x %+v", byte(code), reply)
+	}
+	sub.expectNothing("after seek -1")
+}
+
+// A6.13, A6.15, A6.16, A6.18, A6.20: the refusals - reply word, then PUBACK
+// 0x83; 0x90 with no reply for a target that is not an append channel; a
+// refused seek closes a 3.1.1 connection.
+func TestSeekRefusals(t *testing.T) {
+	b := startAppend(t, t.TempDir(), memoryStorage, "", "")
+	pub := dialRaw(t, b.addr, codec.Version5)
+	pub.mustConnect("pub", nil)
+	pub.publishQoS1("ev/s", []byte("r1"), 1)
+	c := dialRaw(t, b.addr, codec.Version5)
+	c.mustConnect("seeker", freshSession(300))
+	for _, tc := range []struct{ payload, word, prop string }{
+		{"2026-08-14", "malformed", ""},
+		{"-2", "malformed", ""},
+		{"99", "beyond-end", "saguin-next=2"},
+	} {
+		reply, code := c.seekAs("events", tc.payload, "", 1)
+		if code != codec.ImplementationSpecificError || reply == nil || string(reply.Payload) != tc.word {
+			t.Fatalf("seek %q: 0x%02x %+v, want %s and 0x83", tc.payload, byte(code), reply, tc.word)
+		}
+		if tc.prop != "" && !strings.Contains(strings.Join(userProps(&reply.Properties), ","), tc.prop) {
+			t.Fatalf("seek %q: reply properties %v, want %s", tc.payload, userProps(&reply.Properties), tc.prop)
+		}
+	}
+	if reply, code := c.seekAs("nochannel", "0", "", 2); code != codec.TopicNameInvalid || reply != nil {
+		t.Fatalf("seek on no channel: 0x%02x, reply %v; want 0x90 and none", byte(code), reply)
+	}
+	clean := dialRaw(t, b.addr, codec.Version5)
+	clean.mustConnect("clean", nil)
+	if reply, code := clean.seekAs("events", "0", "", 1); code != codec.ImplementationSpecificError || reply == nil || string(reply.Payload) != "no-session" {
+		t.Fatalf("seek without a durable session: 0x%02x %+v", byte(code), reply)
+	}
+	old := dialRaw(t, b.addr, codec.Version311)
+	old.mustConnect("old", session(0))
+	old.publish("$saguin/consumer/events/seek", []byte("bogus"), 1, 1)
+	for {
+		h, _, err := old.next(waitLong)
+		if err != nil {
+			break // closed: 3.1.1 cannot be told 0x83
+		}
+		if h.Type == codec.TypePuback {
+			t.Fatal("a refused 3.1.1 seek was acknowledged")
+		}
+	}
+}
+
+// A6, with a stock client: mosquitto_pub -D publish response-topic shows the
+// reply (the landed offset) before its PUBACK.
+func TestSeekWithMosquittoPubResponseTopic(t *testing.T) {
+	pubTool := needTool(t, "mosquitto_pub")
+	b := startAppend(t, t.TempDir(), memoryStorage, "", "")
+	host, port := hostPort(t, b.addr)
+	out, err := exec.Command(pubTool, "-V", "5", "-h", host, "-p", port, "-q", "1", "-c", "-i", "stock-seeker", "-x", "300",
+		"-t", "$saguin/consumer/events/seek", "-m", "0", "-D", "publish", "response-topic", "seek-reply", "-d").CombinedOutput()
+	if err != nil {
+		t.Fatalf("mosquitto_pub: %v\n%s", err, out)
+	}
+	s := string(out)
+	reply, ack := strings.Index(s, "PUBLISH"), strings.Index(s, "PUBACK")
+	if !strings.Contains(s, "received PUBLISH") || reply < 0 || ack < 0 {
+		t.Fatalf("no reply seen:\n%s", s)
+	}
+	if strings.Index(s, "received PUBLISH") > strings.Index(s, "received PUBACK") {
+		t.Fatalf("the PUBACK came before the reply:\n%s", s)
+	}
+}

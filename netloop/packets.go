@@ -145,6 +145,11 @@ func (c *Conn) publishAnswered(sc *scratch, qos byte, packetID uint16, topic []b
 	if qos == 0 {
 		return
 	}
+	if bytes.HasPrefix(topic, []byte("$saguin/")) {
+		// A reply the handler wrote to this connection (a seek's) goes
+		// on the wire before the answer to the request (RFC 0003).
+		c.flush()
+	}
 	v := c.Version()
 	if code.IsError() && v != codec.Version5 {
 		// 3.1.1's PUBACK and PUBREC have no code: a refusal closes the

@@ -296,3 +296,41 @@ func BenchmarkPublish(b *testing.B) {
 		e.Publish("pub", pub)
 	}
 }
+
+// A seek discards what is outstanding and ends the era: a PUBACK for a
+// delivery made before it does not move the new position (A6.29, A6.33).
+func TestSeekEndsTheEraPreSeekAcksIgnored(t *testing.T) {
+	clk := clock.NewFake(time.Unix(1_700_000_000, 0))
+	p := memProvider(t, "")
+	e := newEngine(t, p, clk, false)
+	for i := 1; i <= 3; i++ {
+		publish(t, e, "pub", strconv.Itoa(i))
+	}
+	s := session{id: "c", kept: true}
+	cl := newClient("c", 10)
+	e.Resume(s, cl, nil)
+	e.Subscribe(s, plainSub(1))
+	var before []delivered
+	for i := 0; i < 3; i++ {
+		before = append(before, cl.next(t))
+	}
+	if a := e.Seek("c", []byte("2")); a.Word != "" || a.Offset != 2 {
+		t.Fatalf("seek 2: %+v", a)
+	}
+	for _, x := range before {
+		cl.ack(e, s, x) // all from the closed era
+	}
+	log, _ := p.Append("events", store.ChannelOptions{})
+	if pos, ok, _ := log.Position(store.ReaderMQTT("c")); !ok || pos.Offset != 2 {
+		t.Fatalf("stored %+v, want 2 (stored before the answer)", pos)
+	}
+	if x := cl.next(t); string(x.m.Payload) != "2" || x.d.Ref.Attempt == before[0].d.Ref.Attempt {
+		t.Fatalf("after the seek: %q in era %d", x.m.Payload, x.d.Ref.Attempt)
+	}
+	if a := e.Seek("c", []byte("9")); a.Word != "beyond-end" || a.Next != 4 {
+		t.Fatalf("seek 9: %+v", a)
+	}
+	if a := e.Seek("c", []byte("yesterday")); a.Word != "malformed" {
+		t.Fatalf("malformed: %+v", a)
+	}
+}

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"strconv"
 	"time"
+
+	"github.com/saguin-edge/saguin/codec"
 )
 
 // SeekKind is the shape a seek payload has (RFC 0003 "Moving a consumer's
@@ -157,4 +159,67 @@ func Resolve(s Seek, b Bounds) (offset uint64, word string, err error) {
 		return 0, WordBelowFloor, nil
 	}
 	return at, "", nil
+}
+
+// SeekAnswer is a seek's outcome: the stored offset, or a refusal word with
+// the channel's floor and next for below-floor and beyond-end.
+type SeekAnswer struct {
+	Offset      uint64
+	Word        string
+	Floor, Next uint64
+}
+
+// SeekReplyTopic is where a seek's reply goes when it set no Response Topic.
+func SeekReplyTopic(channelName string) string {
+	return "$saguin/consumer/" + channelName + "/seek/reply"
+}
+
+// Reply is the PUBLISH answering seek p (RFC 0003 "Reply routing"): to its
+// Response Topic, or the channel's seek/reply topic; its Correlation Data
+// echoed; the payload the stored offset in decimal or the refusal word, with
+// saguin-floor or saguin-next beside below-floor and beyond-end. QoS 0, never
+// RETAIN: it is written to the seeking connection only, never published.
+func (a SeekAnswer) Reply(p *codec.Publish, channelName string) *codec.Publish {
+	r := &codec.Publish{Topic: p.Properties.ResponseTopic}
+	if len(r.Topic) == 0 {
+		r.Topic = []byte(SeekReplyTopic(channelName))
+	}
+	if p.Properties.Present.Has(codec.PropCorrelationData) {
+		r.Properties.CorrelationData = p.Properties.CorrelationData
+		r.Properties.Present.Set(codec.PropCorrelationData)
+	}
+	switch a.Word {
+	case "":
+		r.Payload = strconv.AppendUint(nil, a.Offset, 10)
+	case WordBelowFloor:
+		r.Payload = []byte(a.Word)
+		r.Properties.AddUser([]byte(FloorKey), strconv.AppendUint(nil, a.Floor, 10))
+	case WordBeyondEnd:
+		r.Payload = []byte(a.Word)
+		r.Properties.AddUser([]byte(NextKey), strconv.AppendUint(nil, a.Next, 10))
+	default:
+		r.Payload = []byte(a.Word)
+	}
+	if len(r.Properties.User) > 0 {
+		r.Properties.Present.Set(codec.PropUserProperty)
+	}
+	return r
+}
+
+// Code is the PUBACK a seek is answered with: 0x00 when stored, 0x83 with the
+// refusal's reason otherwise.
+func (a SeekAnswer) Code() (codec.ReasonCode, string) {
+	switch a.Word {
+	case "":
+		return codec.Success, ""
+	case WordMalformed:
+		return codec.ImplementationSpecificError, "the seek payload is not 0, -1, an offset, a duration or an RFC 3339 time"
+	case WordBelowFloor:
+		return codec.ImplementationSpecificError, "the seek is below the channel's retention floor " + strconv.FormatUint(a.Floor, 10)
+	case WordBeyondEnd:
+		return codec.ImplementationSpecificError, "the seek is beyond the channel's next offset " + strconv.FormatUint(a.Next, 10)
+	case WordNoSession:
+		return codec.ImplementationSpecificError, "a seek needs a session that outlives its connection (Session Expiry above 0; 3.1.1 cleanSession 0)"
+	}
+	return codec.ImplementationSpecificError, "the position could not be stored"
 }
