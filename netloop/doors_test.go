@@ -557,3 +557,28 @@ func TestConnectTimeoutOverTLSUpgradeAndConnectOnAFakeClock(t *testing.T) {
 		t.Fatal("an upgraded connection silent past connect_timeout was answered")
 	}
 }
+
+// FuzzWebSocketDoor writes arbitrary bytes - a request head, frames, or
+// neither - to a ws door: the door answers, closes or serves, and never
+// panics; after every input a well-formed upgrade still gets its 101.
+func FuzzWebSocketDoor(f *testing.F) {
+	f.Add([]byte("GET / HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n\x82\x85\x01\x02\x03\x04\x11\x0e\x03\x04\x00"))
+	f.Add([]byte("GET / HTTP/1.1\r\nHost: x\r\nOrigin: http://x\r\n\r\n"))
+	f.Add([]byte("\x16\x03\x01\x00\x05hello"))
+	s := startServer(f, netloop.Options{Doors: []netloop.Door{{Name: "ws", Kind: netloop.KindWS, Address: "127.0.0.1:0"}}})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		nc, err := net.Dial("tcp", s.Addr("ws").String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		nc.Write(b)
+		nc.SetReadDeadline(time.Now().Add(20 * time.Millisecond))
+		io.Copy(io.Discard, nc)
+		nc.Close()
+		if status, c := upgradeStatus(t, s, "ws", "x", ""); status != 101 {
+			t.Fatalf("after %q a good upgrade got %d", b, status)
+		} else {
+			c.nc.Close()
+		}
+	})
+}
