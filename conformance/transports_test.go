@@ -35,7 +35,7 @@ type pki struct {
 	serverCert, serverKey string
 }
 
-func newPKI(t *testing.T, dir string) *pki {
+func newPKI(t testing.TB, dir string) *pki {
 	t.Helper()
 	ca := certstest.NewCA(t, "estate-ca")
 	p := &pki{ca: ca, caFile: ca.Write(t, dir, "ca")}
