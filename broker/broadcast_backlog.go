@@ -761,7 +761,7 @@ func (l *backlog) sendOne(s *session, c delivery.Client, e *store.BroadcastEntry
 // exchange with the PUBREL and never sends the message again.
 func (b *Broker) Received(c delivery.Client, r delivery.Ref, packetID uint16) bool {
 	if e := b.routes.byRef(r); e != nil {
-		return b.ackChannel(c, e, r, engine.AckReceived)
+		return b.ackChannel(c, e, r, engine.AckReceived, packetID)
 	}
 	offset := r.N // 0, a shared group's hand-off from memory, is owed by nobody
 	sh := b.shard(c.ClientID())
@@ -818,7 +818,7 @@ func (s *session) deliveryFor(r *store.Record) (d delivery.Delivery, ok bool) {
 // drain.
 func (b *Broker) Acked(c delivery.Client, r delivery.Ref) {
 	if e := b.routes.byRef(r); e != nil {
-		b.ackChannel(c, e, r, engine.AckFinished)
+		b.ackChannel(c, e, r, engine.AckFinished, 0)
 		return
 	}
 	offset := r.N

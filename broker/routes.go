@@ -263,9 +263,9 @@ func broadcastOnly(u []delivery.Unfinished) []delivery.Unfinished {
 
 // ackChannel hands e an acknowledgement of a delivery it made, under the
 // session's shard lock. A connection that no longer owns the session changes
-// nothing (invariant 17); the answer is whether c still owns it (for a
-// PUBREC: whether c sends the PUBREL).
-func (b *Broker) ackChannel(c delivery.Client, e engine.Engine, r delivery.Ref, stage engine.AckStage) bool {
+// nothing (invariant 17); the answer is whether the engine kept it and c
+// still owns the session (for a PUBREC: whether c sends the PUBREL).
+func (b *Broker) ackChannel(c delivery.Client, e engine.Engine, r delivery.Ref, stage engine.AckStage, packetID uint16) bool {
 	sh := b.shard(c.ClientID())
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
@@ -273,8 +273,7 @@ func (b *Broker) ackChannel(c delivery.Client, e engine.Engine, r delivery.Ref, 
 	if !s.ownedBy(c) {
 		return false
 	}
-	e.Ack(s, r, stage)
-	return true
+	return e.Ack(s, r, stage, packetID) && s.ownedBy(c)
 }
 
 func (b *Broker) detachChannels(s *session) {

@@ -32,12 +32,15 @@ type channel struct {
 	carried   []delivery.Ref // Refs Resume was handed back
 	restored  int
 	onDisk    bool // what Waits answers
+	// loseReceipts: Ack answers that a PUBREC's receipt was not stored.
+	loseReceipts bool
 }
 
 type ack struct {
-	client string
-	ref    delivery.Ref
-	stage  engine.AckStage
+	client   string
+	ref      delivery.Ref
+	stage    engine.AckStage
+	packetID uint16
 }
 
 func newChannel(t *testing.T, p store.Provider, name string, filters ...string) *channel {
@@ -93,10 +96,11 @@ func (c *channel) Resume(_ engine.Session, _ delivery.Client, u []delivery.Unfin
 
 func (c *channel) Detach(engine.Session) {}
 func (c *channel) End(engine.Session)    {}
-func (c *channel) Ack(s engine.Session, r delivery.Ref, stage engine.AckStage) {
+func (c *channel) Ack(s engine.Session, r delivery.Ref, stage engine.AckStage, packetID uint16) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.acks = append(c.acks, ack{s.ClientID(), r, stage})
+	c.acks = append(c.acks, ack{s.ClientID(), r, stage, packetID})
+	return !c.loseReceipts
 }
 
 func (c *channel) Close() error   { return nil }
@@ -329,9 +333,20 @@ func TestAnAcknowledgementFindsTheChannelEngineItsRefNames(t *testing.T) {
 	ch.mu.Lock()
 	got := slices.Clone(ch.acks)
 	ch.mu.Unlock()
-	want := []ack{{"w", mine, engine.AckReceived}, {"w", mine, engine.AckFinished}}
+	want := []ack{{"w", mine, engine.AckReceived, 11}, {"w", mine, engine.AckFinished, 0}}
 	if !slices.Equal(got, want) {
 		t.Fatalf("the channel was handed %v, want %v", got, want)
+	}
+}
+
+func TestAReceiptTheChannelCouldNotStoreSendsNoPUBREL(t *testing.T) {
+	ch := newChannel(t, openMemory(t), "orders", "orders/#")
+	ch.loseReceipts = true
+	b := channelBroker(t, newStores(t, 0), ch)
+	c := &ackClient{id: "w"}
+	connectAs(t, b, c, true, 60, nil)
+	if b.Received(c, delivery.Ref{Kind: delivery.KindAppend, Name: "orders", N: 5, Attempt: 1}, 7) {
+		t.Fatal("a PUBREC the channel could not store is answered with its PUBREL")
 	}
 }
 

@@ -334,15 +334,15 @@ func (e *Engine) End(s engine.Session) {
 // Ack moves a consumer's position on the acknowledgement of a delivery it
 // made: QoS 1 at the PUBACK, QoS 2 at the PUBCOMP. One from an era a seek or
 // a resume closed changes nothing.
-func (e *Engine) Ack(s engine.Session, ref delivery.Ref, stage engine.AckStage) {
+func (e *Engine) Ack(s engine.Session, ref delivery.Ref, stage engine.AckStage, _ uint16) bool {
 	if stage != engine.AckFinished {
-		return
+		return true // nothing is stored at a PUBREC: the position moves at the PUBCOMP
 	}
 	e.mu.Lock()
 	c := e.consumers[s.ClientID()]
 	e.mu.Unlock()
 	if c == nil {
-		return
+		return true
 	}
 	c.mu.Lock()
 	if ref.Attempt == c.era {
@@ -350,6 +350,7 @@ func (e *Engine) Ack(s engine.Session, ref delivery.Ref, stage engine.AckStage) 
 	}
 	c.mu.Unlock()
 	c.poke()
+	return true
 }
 
 // Restore starts the position writer. Positions themselves are read as the

@@ -19,12 +19,13 @@ import (
 
 type host struct{ clk clock.Clock }
 
-func (h host) Clock() clock.Clock                           { return h.clk }
-func (h host) Logger() *slog.Logger                         { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
-func (h host) Client(string) delivery.Client                { return nil }
-func (h host) CheckTopic([]byte) (codec.ReasonCode, string) { return codec.Success, "" }
-func (h host) Allows(string, string, acl.Verb) bool         { return true }
-func (h host) OnGrantsChanged(func())                       {}
+func (h host) Clock() clock.Clock                             { return h.clk }
+func (h host) Logger() *slog.Logger                           { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+func (h host) Client(string) delivery.Client                  { return nil }
+func (h host) CheckTopic([]byte) (codec.ReasonCode, string)   { return codec.Success, "" }
+func (h host) Allows(string, string, acl.Verb) bool           { return true }
+func (h host) OnGrantsChanged(func())                         {}
+func (h host) WithRoom(_, _ string, write func() error) error { return write() }
 
 type session struct {
 	id        string
@@ -98,7 +99,7 @@ func (c *client) ack(e *Engine, s engine.Session, x delivered) {
 	c.mu.Lock()
 	c.out--
 	c.mu.Unlock()
-	e.Ack(s, x.d.Ref, engine.AckFinished)
+	e.Ack(s, x.d.Ref, engine.AckFinished, 0)
 }
 
 func newEngine(t *testing.T, p store.Provider, clk *clock.Fake, tail bool) *Engine {
@@ -222,7 +223,7 @@ func TestAckFromAClosedEraIsIgnored(t *testing.T) {
 	e.Detach(s)
 	cl2 := newClient("c", 10)
 	e.Resume(s, cl2, nil)
-	e.Ack(s, first.d.Ref, engine.AckFinished) // the old connection's era
+	e.Ack(s, first.d.Ref, engine.AckFinished, 0) // the old connection's era
 	if x := cl2.next(t); string(x.m.Payload) != "1" {
 		t.Fatalf("after resume: %q, want 1 again", x.m.Payload)
 	}

@@ -102,9 +102,15 @@ type Engine interface {
 	// subscriptions here go with it.
 	End(s Session)
 	// Ack is a client's acknowledgement of a delivery this engine made,
-	// carrying the Ref the engine stamped on it. Stale refs (a superseded
-	// attempt, another era) change nothing (invariant 3).
-	Ack(s Session, ref delivery.Ref, stage AckStage)
+	// carrying the Ref the engine stamped on it, and at AckReceived the
+	// packet identifier the delivery went under (0 at AckFinished): a QoS 2
+	// exchange resumed after a restart sends its PUBREL under it. Stale refs
+	// (a superseded attempt, another era) change nothing (invariant 3). The
+	// answer is whether the acknowledgement was kept: false at AckReceived
+	// when the receipt could not be stored, and the connection ends with
+	// 0x80 and no PUBREL (RFC 0003 "Outbound QoS 2"); true for anything
+	// else, a stale ref included.
+	Ack(s Session, ref delivery.Ref, stage AckStage, packetID uint16) bool
 
 	// Restore loads what the engine's stores kept, before the first
 	// connection; the broker restores sessions first and hands the engine

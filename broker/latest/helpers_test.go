@@ -38,6 +38,9 @@ func (h *testHost) Allows(id, t string, v acl.Verb) bool {
 	return !h.denied[id+" "+t]
 }
 func (h *testHost) OnGrantsChanged(func()) {}
+func (h *testHost) WithRoom(_, _ string, write func() error) error {
+	return write()
+}
 func (h *testHost) Client(id string) delivery.Client {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -252,6 +255,6 @@ func (g *rig) ack(s testSession, c *testClient, offsets ...uint64) {
 		c.mu.Lock()
 		c.onWire--
 		c.mu.Unlock()
-		g.e.Ack(s, delivery.Ref{Kind: delivery.KindLatest, N: o, Name: "state"}, engine.AckFinished)
+		g.e.Ack(s, delivery.Ref{Kind: delivery.KindLatest, N: o, Name: "state"}, engine.AckFinished, 0)
 	}
 }

@@ -402,16 +402,16 @@ func (e *Engine) End(s engine.Session) {
 }
 
 // Ack implements engine.Engine: a finished delivery frees its place in the
-// reader's window.
-func (e *Engine) Ack(s engine.Session, ref delivery.Ref, stage engine.AckStage) {
+// reader's window. Nothing is stored at a PUBREC: the answer is always true.
+func (e *Engine) Ack(s engine.Session, ref delivery.Ref, stage engine.AckStage, _ uint16) bool {
 	if stage != engine.AckFinished {
-		return
+		return true
 	}
 	e.mu.Lock()
 	r := e.readers[s.ClientID()]
 	e.mu.Unlock()
 	if r == nil {
-		return
+		return true
 	}
 	r.mu.Lock()
 	if size, ok := r.inflight[ref.N]; ok {
@@ -420,4 +420,5 @@ func (e *Engine) Ack(s engine.Session, ref delivery.Ref, stage engine.AckStage) 
 		r.poke()
 	}
 	r.mu.Unlock()
+	return true
 }
