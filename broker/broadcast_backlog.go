@@ -755,28 +755,26 @@ func (l *backlog) sendOne(s *session, c delivery.Client, e *store.BroadcastEntry
 	return true
 }
 
-// Received implements netloop.Handler: the PUBREC of a QoS 2 delivery
-// from the log is stored in the session's window (released, under its
-// packet identifier) before the PUBREL goes, so a restart resumes the
-// exchange with the PUBREL and never sends the message again.
+// Received implements netloop.Handler: the PUBREC goes to the engine that
+// made the delivery (engine.Ack), from the connection that owns the session
+// only; the PUBREL is sent once it answers true.
 func (b *Broker) Received(c delivery.Client, r delivery.Ref, packetID uint16) bool {
-	if e := b.routes.byRef(r); e != nil {
-		return b.ackChannel(c, e, r, engine.AckReceived, packetID)
-	}
-	offset := r.N // 0, a shared group's hand-off from memory, is owed by nobody
-	sh := b.shard(c.ClientID())
-	sh.mu.Lock()
-	defer sh.mu.Unlock()
-	s := sh.sessions[c.ClientID()]
-	if !s.ownedBy(c) {
-		return false // taken over: the PUBREL is the new connection's to send
-	}
+	return b.ack(c, b.routes.byRef(r), r, engine.AckReceived, packetID)
+}
+
+// storeReceipt stores the PUBREC of s's QoS 2 delivery from the log at
+// offset in its window (released, under its packet identifier) before the
+// PUBREL goes, so a restart resumes the exchange with the PUBREL and never
+// sends the message again; false when the store failed. Offset 0, a shared
+// group's hand-off from memory, is owed by nobody. Shard lock held, let go
+// across the write (storeNow).
+func (b *Broker) storeReceipt(s *session, offset uint64, packetID uint16) bool {
 	i := s.owed.find(offset)
 	if i < 0 || s.owed.entries[i].released {
 		return true
 	}
 	entry := []store.InFlight{{Offset: offset, PacketID: packetID, QoS: 2, Released: true, ShareGroup: s.owed.entries[i].share}}
-	if err := b.storeNow(sh, s.id, func(*shard) error { return b.sessions.AddInFlight(s.id, entry) }); err != nil {
+	if err := b.storeNow(b.shard(s.id), s.id, func(*shard) error { return b.sessions.AddInFlight(s.id, entry) }); err != nil {
 		if !errors.Is(err, store.ErrNotFound) { // not the session ended meanwhile
 			b.storageFailed("storing a QoS 2 delivery's PUBREC", s.id, err)
 		}
@@ -787,7 +785,7 @@ func (b *Broker) Received(c delivery.Client, r delivery.Ref, packetID uint16) bo
 	if i := s.owed.find(offset); i >= 0 && !s.ended {
 		s.owed.entries[i].released, s.owed.entries[i].pid = true, packetID
 	}
-	return s.ownedBy(c)
+	return true
 }
 
 // deliveryFor is how a stored message goes to s now, from its current
@@ -810,42 +808,12 @@ func (s *session) deliveryFor(r *store.Record) (d delivery.Delivery, ok bool) {
 	return d, ok && d.QoS > 0
 }
 
-// Acked is the client's acknowledgement of a delivery from the log: the
-// session no longer owes it, and its cursor is taken for writing at the next
-// commit (broker.session.ack_commit_interval), off the connection's loop.
-// A Ref with no offset is a shared group's delivery from memory. Either way
-// the window place it gives back may let a group the client is a member of
-// drain.
+// Acked implements netloop.Handler: the end of a delivery's exchange goes
+// to the engine that made it (engine.Ack) - for broadcast the session no
+// longer owes it, and its cursor is taken for writing at the next commit
+// (broker.session.ack_commit_interval), off the connection's loop.
 func (b *Broker) Acked(c delivery.Client, r delivery.Ref) {
-	if e := b.routes.byRef(r); e != nil {
-		b.ackChannel(c, e, r, engine.AckFinished, 0)
-		return
-	}
-	offset := r.N
-	sh := b.shard(c.ClientID())
-	sh.mu.Lock()
-	defer sh.mu.Unlock()
-	s := sh.sessions[c.ClientID()]
-	if s == nil {
-		return
-	}
-	if !s.ownedBy(c) {
-		if ref := s.client.Load(); ref != nil && s.takenFrom == c {
-			// Read on the connection it was taken from, which settled the
-			// exchange on its side: that connection changes nothing
-			// (invariant 17), so the session still owes it and its new
-			// connection is sent it again rather than nobody.
-			b.bcast.resend(s, ref.c, offset)
-		}
-		return
-	}
-	if i := s.owed.find(offset); i >= 0 { // never for 0: offsets start at 1
-		b.bcast.drop(s, i)
-		b.bcast.pump(s, c) // the room it made is used at once
-	}
-	if len(s.groups) > 0 {
-		b.memberMayTake(s) // its groups' backlogs drain into the room
-	}
+	b.ack(c, b.routes.byRef(r), r, engine.AckFinished, 0)
 }
 
 // resend makes s's entry at offset one not handed over, and pumps: it was

@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"github.com/saguin-edge/saguin/broker/engine"
 	"github.com/saguin-edge/saguin/codec"
 	"github.com/saguin-edge/saguin/codec/topic"
 	"github.com/saguin-edge/saguin/netloop/delivery"
@@ -15,16 +16,22 @@ func (b *Broker) retain(publisher string, p *codec.Publish) (codec.ReasonCode, s
 	return b.retainHeld(nil, publisher, p)
 }
 
-// retainHeld is retain for a caller holding the shard lock held (nil for
-// none). When the retained store shares the session store's provider, a full
-// provider first takes its room from the broadcast log (RFC 0002 "Every
-// session's state").
-func (b *Broker) retainHeld(held *shard, publisher string, p *codec.Publish) (codec.ReasonCode, string) {
+// retainHeld is retain inside a QoS 2 release of publisher's, which makes
+// its room through host (Host.WithRoom knows the shard held across it); nil
+// for a caller holding no shard. When the retained store shares the session
+// store's provider, a full provider first takes its room from the broadcast
+// log (RFC 0002 "Every session's state").
+func (b *Broker) retainHeld(host engine.Host, publisher string, p *codec.Publish) (codec.ReasonCode, string) {
 	var err error
 	if len(p.Payload) == 0 {
 		_, err = b.retained.Delete(string(p.Topic))
 	} else if r := recordOf(p, publisher, b.now()); b.opts.RetainedWithSessions {
-		err = b.withRoom(held, "a retained value", func() error { return b.retained.Set(r) })
+		set := func() error { return b.retained.Set(r) }
+		if host != nil {
+			err = host.WithRoom(publisher, "a retained value", set)
+		} else {
+			err = b.withRoom(nil, "a retained value", set)
+		}
 	} else {
 		err = b.retained.Set(r)
 	}

@@ -102,10 +102,12 @@ type Broker struct {
 	retained store.Retained
 	bcast    backlog
 	shares   shares
-	// routes sends a topic a channel claims to its engine, every other one
-	// to broadcast (routes.go).
-	routes  routes
-	budgets *budgets // nil when neither publish_rate nor publish_bytes is set
+	// broadcast is the engine serving every topic no channel claims
+	// (broadcast_engine.go); routes sends a topic a channel claims to its
+	// engine, every other one to broadcast (routes.go).
+	broadcast *broadcastEngine
+	routes    routes
+	budgets   *budgets // nil when neither publish_rate nor publish_bytes is set
 	// later orders the writes no client waits on per client id, off the
 	// event loops, on a provider that commits to disk.
 	later laterWrites
@@ -170,6 +172,10 @@ type session struct {
 	// quotaSaid: a max_subscriptions refusal was logged since the session
 	// last added a filter - one warning per episode (RFC 0002).
 	quotaSaid bool
+	// givenBack is what broadcast's End gave back into its groups'
+	// backlogs, written with the session's ending in one operation
+	// (storeEnd).
+	givenBack []store.Returned
 	// takenFrom is the connection this session was taken over from while
 	// it still held it: its unfinished deliveries, handed back as it ends,
 	// belong to this session's new connection (resume.go).
@@ -278,6 +284,8 @@ func New(opts Options) (*Broker, error) {
 	}
 	b.sessions, b.retained = opts.Sessions, opts.Retained
 	b.bcast.init(b)
+	b.broadcast = newBroadcastEngine(b)
+	b.routes.init(b.broadcast)
 	b.budgets = newBudgets(opts.PublishRate, opts.PublishBytes)
 	for i := range b.shards {
 		b.shards[i].sessions = make(map[string]*session)
@@ -379,17 +387,15 @@ func (b *Broker) Connect(c delivery.Client, req *netloop.ConnectRequest) (bool, 
 	sh.sessions[req.ClientID] = s
 	s.gen++
 	if present {
-		// What it is owed goes before anything live: the unfinished window
-		// first, under its identifiers, then the broadcast log.
-		b.sendCarried(s, c, s.carry)
-		b.drainShares(s, c)
-		b.bcast.pump(s, c)
-		b.resumeChannels(s, c, s.carry)
+		// What it is owed goes before anything live: each engine sends its
+		// part of the unfinished window first, under its identifiers, then
+		// what it holds for the session (broadcast: its groups, the log).
+		b.resumeEngines(s, c, s.carry)
 	} else {
 		// A session begun new is handed its connection too: the engines
 		// learn it here, since a SUBSCRIBE reaches them under the shard
 		// lock, where they cannot look the connection up.
-		b.resumeChannels(s, c, nil)
+		b.resumeEngines(s, c, nil)
 	}
 	releaseCarry(s.carry)
 	clear(s.carry)
@@ -506,9 +512,7 @@ func (b *Broker) Disconnected(c delivery.Client, sessionExpiry uint32, graceful 
 	}
 	s.client.Store(nil)
 	s.gen++
-	done, cursor := b.bcast.detach(s)
-	b.detachChannels(s)
-	b.storeLater(sh, id, func(*shard) { b.storeCursor(id, done, cursor) })
+	b.detachEngines(s) // broadcast queues the session's cursor's write
 	if b.stopping.Load() {
 		// A broker stopping is not a device dying: the session is kept as a
 		// connected client's, its Will with no due moment (RFC 0003 "Last Will").
@@ -599,24 +603,22 @@ func (b *Broker) endSession(sh *shard, s *session, why string, later bool) {
 	s.ended = true
 	s.will = nil
 	b.stopTimer(s)
-	// What its groups handed it from the log goes back to them (giveBack,
-	// below); what its last connection left unfinished from memory goes back
-	// as a connection-bound member's does (RFC 0003 "Broadcast": any ending),
-	// before the session leaves them.
-	back := b.takeShared(s)
-	b.returnToGroups(s, broadcastOnly(s.carry))
-	b.dropFilters(s)
-	releaseCarry(s.carry)
-	s.carry = nil
 	for pid := range s.holds {
 		b.dropHold(s, pid)
 	}
-	b.bcast.end(s)
-	b.endChannels(s)
+	// Each engine lets go of what it served s - broadcast gives what its
+	// groups handed it, and what its last connection left unfinished, back
+	// to them, before the session leaves them - then its filters go.
+	b.endEngines(s)
+	b.counters.Subscriptions.Add(-int64(len(s.filters)))
+	clear(s.filters)
+	releaseCarry(s.carry)
+	s.carry = nil
 	if sh.sessions[s.id] == s {
 		delete(sh.sessions, s.id)
 	}
-	returned := b.giveBack(s, back)
+	returned := s.givenBack
+	s.givenBack = nil
 	if later {
 		b.storeLater(sh, s.id, func(*shard) { b.storeEnd(s.id, returned) })
 	} else {
@@ -625,20 +627,6 @@ func (b *Broker) endSession(sh *shard, s *session, why string, later bool) {
 	if why != "" {
 		b.log.Debug("session ended", "client_id", s.id, "why", why)
 	}
-}
-
-// dropFilters takes every filter of s out of the index and its groups.
-// Shard lock held.
-func (b *Broker) dropFilters(s *session) {
-	b.counters.Subscriptions.Add(-int64(len(s.filters)))
-	for f := range s.filters {
-		if strings.HasPrefix(f, topic.SharePrefix) {
-			b.leaveShare(f, s)
-		} else {
-			b.subs.remove(f, s)
-		}
-	}
-	clear(s.filters)
 }
 
 // storageFailed counts and logs a store failure nobody is waiting to be told.
@@ -686,14 +674,11 @@ func (b *Broker) Publish(c delivery.Client, p *codec.Publish) (codec.ReasonCode,
 	if code, why := b.authorizePublish(c, p); code != codec.Success {
 		return code, why
 	}
-	eng := b.routes.target(p.Topic) // nil: broadcast
+	eng := b.routes.target(p.Topic) // a channel's, or broadcast
 	if p.QoS == 2 {
 		return b.hold(c, p, eng) // routed at its PUBREL (Release), by the engine it held it for
 	}
-	if eng != nil {
-		return eng.Publish(c.ClientID(), p)
-	}
-	return b.route(c.ClientID(), p)
+	return eng.Publish(c.ClientID(), p)
 }
 
 // headers counts a publish's User Properties and their bytes, names and
@@ -724,15 +709,13 @@ func (b *Broker) logRefusal(clientID string, p *codec.Publish, code codec.Reason
 // to the engine its topic belongs to and never held, at any QoS (RFC 0003
 // "Exactly once": Sagüin's own publishers are never held).
 func (b *Broker) publishAs(publisher string, p *codec.Publish) (codec.ReasonCode, string) {
-	if eng := b.routes.target(p.Topic); eng != nil {
-		return eng.Publish(publisher, p)
-	}
-	return b.route(publisher, p)
+	return b.routes.target(p.Topic).Publish(publisher, p)
 }
 
-// route is the broadcast publish path every publisher takes - a client, a
-// Will: the retained store, then every subscriber the topic reaches, live
-// or, for a session that is away, through the broadcast log.
+// route is broadcast's publish path (broadcastEngine.Publish) every
+// publisher takes - a client, a Will: the retained store, then every
+// subscriber the topic reaches, live or, for a session that is away, through
+// the broadcast log.
 func (b *Broker) route(publisher string, p *codec.Publish) (codec.ReasonCode, string) {
 	if p.Retain {
 		if code, why := b.retain(publisher, p); code != codec.Success {
@@ -869,7 +852,7 @@ func (b *Broker) undeliverableWill(t []byte) string {
 // matches; a refusal comes with why.
 func (b *Broker) Subscribe(c delivery.Client, f []byte, o delivery.SubscribeOptions) (codec.ReasonCode, string) {
 	filter := string(f)
-	inner, code, why, shared := b.checkShared(c, filter)
+	_, code, why, shared := b.checkShared(c, filter)
 	if !shared {
 		code, why = b.checkFilter(filter)
 	}
@@ -952,38 +935,38 @@ func (b *Broker) Subscribe(c delivery.Client, f []byte, o delivery.SubscribeOpti
 		s.quotaSaid = false
 		b.counters.Subscriptions.Add(1)
 	}
-	// The channels the filter reaches serve it too; one refusing a new
-	// filter (RFC 0002's SUBACK table) has it forgotten again.
-	if code, why := b.subscribeChannels(s, filter, sub, !existed, o.User); code != codec.Success {
+	// The channels the filter reaches serve it, then broadcast, which every
+	// filter reaches (the topics no channel claims); a channel refusing a
+	// new filter (RFC 0002's SUBACK table) has it forgotten again.
+	granted := filterOf(filter, sub, !existed, o.User)
+	if code, why := b.subscribeChannels(s, granted); code != codec.Success {
 		if !existed {
 			b.forgetRefused(sh, s, filter)
 		}
 		sh.mu.Unlock()
 		return code, why
 	}
-	// Taken over meanwhile: the session holds what was stored, and its new
-	// connection is sent nothing on this one's behalf.
-	mine := s.ownedBy(c)
+	b.broadcast.Subscribe(s, granted) // never refuses: checkShared and checkFilter did
 	if shared {
 		// Nothing retained is sent to a shared subscription (MQTT 5
-		// 4.8.2); what the group holds goes to a member that can take it.
-		g := b.joinShare(filter, inner, s, sub)
+		// 4.8.2). The group's first kept member brought its cursor, stored
+		// with the filter: the group holds it from now.
 		if groupCursor > 0 {
 			b.shares.mu.Lock()
-			if g.saved == 0 {
+			if g := b.shares.groups[filter]; g != nil && g.saved == 0 {
 				g.saved = groupCursor
 			}
 			b.shares.mu.Unlock()
 		}
-		if mine {
-			b.drainShares(s, c)
-			b.bcast.pump(s, c)
-		}
 		sh.mu.Unlock()
 		return codec.ReasonCode(sub.qos), ""
 	}
-	b.subs.add(filter, s, sub)
+	// Taken over meanwhile: the session holds what was stored, and its new
+	// connection is sent nothing on this one's behalf.
+	mine := s.ownedBy(c)
 	sh.mu.Unlock()
+	// Broadcast's retained values go after the lock is let go: the seam's
+	// Subscribe runs under it, and they are read from the retained store.
 	if mine && (o.RetainHandling == 0 || (o.RetainHandling == 1 && !existed)) {
 		b.sendRetained(c, s, filter, sub)
 	}
@@ -1041,11 +1024,7 @@ func (b *Broker) Unsubscribe(c delivery.Client, f []byte) codec.ReasonCode {
 	delete(s.filters, filter)
 	b.counters.Subscriptions.Add(-1)
 	b.unsubscribeChannels(s, filter)
-	if strings.HasPrefix(filter, topic.SharePrefix) {
-		b.leaveShare(filter, s)
-	} else {
-		b.subs.remove(filter, s)
-	}
+	b.broadcast.Unsubscribe(s, filter)
 	return codec.Success
 }
 
@@ -1076,7 +1055,9 @@ func (b *Broker) Close() {
 		b.wg.Wait()
 		b.closeEngines()
 		b.later.wait()
-		b.bcast.commit()
+		if err := b.broadcast.Close(); err != nil {
+			b.log.Error("closing the broadcast engine", "error", err)
+		}
 		for i := range b.shards {
 			sh := &b.shards[i]
 			sh.mu.Lock()

@@ -41,19 +41,12 @@ func (b *Broker) Restore() error {
 	if err := b.restoreHolds(); err != nil {
 		return err
 	}
-	groups, err := b.restoreBacklogs()
-	if err != nil {
-		return fmt.Errorf("reading the shared groups' cursors: %w", err)
-	}
-	if err := b.restoreWindows(r); err != nil {
-		return err
-	}
-	givenBack, err := b.expiredGiveBack(r.expired)
-	if err != nil {
-		return err
-	}
-	// Owed messages, before any Will is published into the log.
-	returnedBy, err := b.restoreLog(r, groups, givenBack)
+	// Broadcast's log, owed by the sessions' records and windows: after
+	// them, and before any Will is published into it.
+	b.broadcast.restore = r
+	err := b.broadcast.Restore()
+	returnedBy := b.broadcast.returnedBy
+	b.broadcast.restore, b.broadcast.returnedBy = nil, nil
 	if err != nil {
 		return err
 	}
@@ -166,8 +159,8 @@ func (b *Broker) restoreRecords(r *restoring) error {
 	return nil
 }
 
-// restoreIndex puts the kept sessions in their shards and their filters in
-// the subscription index and the shared groups.
+// restoreIndex puts the kept sessions in their shards and hands broadcast
+// their filters, restoring (its subscription index and shared groups).
 func (b *Broker) restoreIndex(r *restoring) {
 	for _, k := range r.kept {
 		sh := b.shard(k.s.id)
@@ -175,11 +168,7 @@ func (b *Broker) restoreIndex(r *restoring) {
 		sh.sessions[k.s.id] = k.s
 		b.counters.Subscriptions.Add(int64(len(k.s.filters)))
 		for f, sub := range k.s.filters {
-			if _, inner, shared, _ := topic.SplitShared(f); shared {
-				b.joinShare(f, inner, k.s, sub)
-			} else {
-				b.subs.add(f, k.s, sub)
-			}
+			b.broadcast.Subscribe(restoringSession{k.s}, filterOf(f, sub, false, nil))
 		}
 		sh.mu.Unlock()
 	}

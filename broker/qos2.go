@@ -19,8 +19,7 @@ import (
 type heldPublish struct {
 	at  time.Time
 	rec store.Record
-	// eng is the channel engine holding it, nil for broadcast; this copy is
-	// what broadcast's release routes.
+	// eng is the engine holding it: a channel's, or broadcast.
 	eng engine.Engine
 	// releasing: its release is being written (Release), with no lock
 	// held; nothing else drops it meanwhile.
@@ -29,8 +28,8 @@ type heldPublish struct {
 
 // hold takes ownership of a QoS 2 publish at its PUBREC without routing it:
 // the message waits with no offset, until its PUBREL (RFC 0003 "Exactly
-// once"), in the store of eng, the channel engine its topic resolved to, or
-// for broadcast (eng nil) in the broadcast log's. Refused 0x97 past
+// once"), in the store of eng, the engine its topic resolved to (a
+// channel's, or the broadcast log's). Refused 0x97 past
 // broker.qos2.max_inflight_per_client or when the provider has no room, before
 // ownership is taken; the connection is left alone.
 func (b *Broker) hold(c delivery.Client, p *codec.Publish, eng engine.Engine) (codec.ReasonCode, string) {
@@ -54,12 +53,7 @@ func (b *Broker) hold(c delivery.Client, p *codec.Publish, eng engine.Engine) (c
 	s.holding++
 	rec := recordOf(p, id, now)
 	held := store.Held{ClientID: id, PacketID: p.PacketID, HeldAt: now, Record: rec}
-	err := b.storeNow(sh, id, func(locked *shard) error {
-		if eng != nil {
-			return eng.Holder().Hold(held)
-		}
-		return b.withRoom(locked, "an exactly-once publish", func() error { return b.bcast.log.Hold(held) })
-	})
+	err := b.storeNow(sh, id, func(*shard) error { return eng.Holder().Hold(held) })
 	defer sh.mu.Unlock()
 	s.holding--
 	if err != nil {
@@ -100,11 +94,12 @@ func (b *Broker) Holds(c delivery.Client, packetID uint16) bool {
 	return ok
 }
 
-// Release implements netloop.Handler: the held message takes the
-// broadcast log's next offset and leaves the hold in one operation
-// (ReleaseHeld), a retained value being stored just before, and is then
-// delivered - from the log to the sessions that are away, directly to the
-// rest. A hold past broker.qos2.expires_after is dropped and answered 0x92.
+// Release implements netloop.Handler: the held message takes its engine's
+// next position and leaves the hold in one operation (engine.Release;
+// broadcast stores a retained value just before), and the engine then
+// delivers it (engine.Released; broadcast: from the log to the sessions that
+// are away, directly to the rest). A hold past broker.qos2.expires_after is
+// dropped and answered 0x92.
 func (b *Broker) Release(c delivery.Client, packetID uint16) (codec.ReasonCode, string) {
 	id := c.ClientID()
 	sh := b.shard(id)
@@ -126,60 +121,7 @@ func (b *Broker) Release(c delivery.Client, packetID uint16) (codec.ReasonCode, 
 	// written with the lock let go (storeNow).
 	h.releasing = true
 	s.holds[packetID] = h
-	if h.eng != nil {
-		return b.releaseToChannel(sh, s, packetID, h)
-	}
-	var p codec.Publish
-	live := publishOf(&h.rec, b.now(), &p)
-	code, why := codec.Success, ""
-	var rec store.Record
-	err := b.storeNow(sh, id, func(locked *shard) error {
-		if h.rec.Retain && live {
-			if code, why = b.retainHeld(locked, id, &p); code != codec.Success {
-				return nil
-			}
-		}
-		var err error
-		rec, err = b.bcast.log.ReleaseHeld(id, packetID)
-		return err
-	})
-	if err != nil || code != codec.Success {
-		h.releasing = false
-		if _, kept := s.holds[packetID]; kept {
-			s.holds[packetID] = h
-		}
-	}
-	switch {
-	case code != codec.Success:
-		sh.mu.Unlock()
-		return code, why
-	case errors.Is(err, store.ErrNotFound):
-		delete(s.holds, packetID)
-		sh.mu.Unlock()
-		return codec.PacketIdentifierNotFound, ""
-	case store.IsFull(err):
-		sh.mu.Unlock()
-		return codec.QuotaExceeded, "the broadcast log's provider is full"
-	case err != nil:
-		sh.mu.Unlock()
-		b.storageFailed("releasing an exactly-once publish", id, err)
-		return codec.ImplementationSpecificError, "the store could not write the release"
-	}
-	if _, kept := s.holds[packetID]; kept {
-		delete(s.holds, packetID)
-		b.counters.QoS2Held.Add(-1)
-	}
-	sh.mu.Unlock()
-	size := store.RecordSize(&rec)
-	b.counters.LogMessages.Add(1)
-	b.counters.LogBytes.Add(size)
-	if !live {
-		b.bcast.unownAll(rec.Offset)
-		b.counters.DeliveriesExpired.Add(1)
-		return codec.Success, ""
-	}
-	b.routeLogged(id, &p, rec.Offset, size)
-	return codec.Success, ""
+	return b.release(sh, s, packetID, h)
 }
 
 // expireHolds drops the session's holds older than broker.qos2.expires_after,
@@ -199,10 +141,7 @@ func (b *Broker) expireHolds(s *session, now time.Time) {
 // client waits for the store's part (storeLater). Shard lock held.
 func (b *Broker) dropHold(s *session, pid uint16) {
 	id := s.id
-	holder := store.Holder(b.bcast.log)
-	if h := s.holds[pid]; h.eng != nil {
-		holder = h.eng.Holder()
-	}
+	holder := s.holds[pid].eng.Holder()
 	delete(s.holds, pid)
 	b.storeLater(nil, id, func(*shard) {
 		if _, err := holder.DropHeld(id, pid); err != nil {
@@ -215,18 +154,18 @@ func (b *Broker) dropHold(s *session, pid uint16) {
 
 // holderName names where eng keeps its holds, for a refusal's reason.
 func holderName(eng engine.Engine) string {
-	if eng == nil {
+	if eng.Kind() == delivery.KindBroadcast {
 		return "the broadcast log"
 	}
 	return "channel " + eng.Name()
 }
 
-// releaseToChannel completes h, held for a channel engine, in that engine's
-// store in one operation (engine.Release), with the shard lock let go across
-// the write as for broadcast, and has the engine deliver what it wrote once
-// the lock is let go. h is marked releasing. Shard lock held; let go on
-// return.
-func (b *Broker) releaseToChannel(sh *shard, s *session, packetID uint16, h heldPublish) (codec.ReasonCode, string) {
+// release completes h in its engine's store in one operation
+// (engine.Release), with the shard lock let go across the write on a
+// provider that waits on disk (storeNow), and has the engine deliver what it
+// wrote once the lock is let go (engine.Released). h is marked releasing.
+// Shard lock held; let go on return.
+func (b *Broker) release(sh *shard, s *session, packetID uint16, h heldPublish) (codec.ReasonCode, string) {
 	id := s.id
 	var rel engine.Released
 	code, why := codec.Success, ""
@@ -252,7 +191,9 @@ func (b *Broker) releaseToChannel(sh *shard, s *session, packetID uint16, h held
 		return codec.PacketIdentifierNotFound, ""
 	case err != nil:
 		sh.mu.Unlock()
-		if store.IsFull(err) {
+		if store.IsFull(err) && h.eng.Kind() == delivery.KindBroadcast {
+			return codec.QuotaExceeded, "the broadcast log's provider is full"
+		} else if store.IsFull(err) {
 			return codec.QuotaExceeded, holderName(h.eng) + " has no room"
 		}
 		b.storageFailed("releasing an exactly-once publish", id, err)
@@ -275,20 +216,11 @@ func (b *Broker) releaseToChannel(sh *shard, s *session, packetID uint16, h held
 // each remembering the engine it is held for; one whose session did not come
 // back is dropped there and counted.
 func (b *Broker) restoreHolds() error {
-	holders := []struct {
-		eng    engine.Engine
-		holder store.Holder
-	}{{nil, b.bcast.log}}
-	for _, e := range b.routes.engines() {
-		holders = append(holders, struct {
-			eng    engine.Engine
-			holder store.Holder
-		}{e, e.Holder()})
-	}
-	for _, x := range holders {
-		held, err := x.holder.Held()
+	for _, eng := range b.routes.every() {
+		holder := eng.Holder()
+		held, err := holder.Held()
 		if err != nil {
-			return fmt.Errorf("reading the exactly-once publishes %s holds: %w", holderName(x.eng), err)
+			return fmt.Errorf("reading the exactly-once publishes %s holds: %w", holderName(eng), err)
 		}
 		for _, h := range held {
 			sh := b.shard(h.ClientID)
@@ -297,9 +229,9 @@ func (b *Broker) restoreHolds() error {
 				if s.holds == nil {
 					s.holds = make(map[uint16]heldPublish)
 				}
-				s.holds[h.PacketID] = heldPublish{at: h.HeldAt, rec: h.Record, eng: x.eng}
+				s.holds[h.PacketID] = heldPublish{at: h.HeldAt, rec: h.Record, eng: eng}
 				b.counters.QoS2Held.Add(1)
-			} else if _, err := x.holder.DropHeld(h.ClientID, h.PacketID); err != nil {
+			} else if _, err := holder.DropHeld(h.ClientID, h.PacketID); err != nil {
 				sh.mu.Unlock()
 				return fmt.Errorf("dropping the held publishes of session %q, which did not come back: %w", h.ClientID, err)
 			} else {

@@ -19,12 +19,12 @@ func (b *Broker) Unfinished(c delivery.Client, u []delivery.Unfinished) {
 		ref = s.client.Load()
 	}
 	switch {
-	case ref != nil && s.ownedBy(c) && s.expiry == 0:
-		// The session ends with this connection: what its groups handed it
-		// goes back to them or is dropped (MQTT 5 4.8.2).
-		b.returnToGroups(s, broadcastOnly(u))
 	case ref != nil && s.ownedBy(c):
-		// Still its own: kept for whichever connection resumes it.
+		// Still its own: kept for whichever connection resumes it, or - for
+		// a session that ends with this connection - for its ending, the
+		// Disconnected that follows, where each engine takes its own back
+		// (broadcast's End: what its groups handed it goes back to them or
+		// is dropped, MQTT 5 4.8.2).
 		releaseCarry(s.carry)
 		s.carry = append(s.carry[:0], u...)
 		for _, x := range u {
@@ -32,11 +32,12 @@ func (b *Broker) Unfinished(c delivery.Client, u []delivery.Unfinished) {
 		}
 	case ref != nil && s.takenFrom == c:
 		// Taken over while these were out: the resuming connection has them.
-		b.sendCarried(s, ref.c, u)
-		b.resumeChannels(s, ref.c, u)
+		b.resumeEngines(s, ref.c, u)
 	default:
 		// Its session already ended (taken over by a Clean Start, or one
-		// that ended with its connection): the groups get theirs back.
+		// that ended with its connection): the groups get theirs back. No
+		// session is left to hand an engine's End, so broadcast's hand-back
+		// is called here, with no session.
 		b.returnToGroups(nil, broadcastOnly(u))
 	}
 }
@@ -48,7 +49,7 @@ func (b *Broker) sendCarried(s *session, c delivery.Client, u []delivery.Unfinis
 	o := &s.owed
 	for _, x := range u {
 		if isChannel(x.Delivery.Ref) {
-			continue // its engine's to send again (resumeChannels)
+			continue // its engine's to send again (resumeEngines)
 		}
 		if off := x.Delivery.Ref.N; off != 0 {
 			i := o.find(off)

@@ -32,6 +32,16 @@ type routes struct {
 	// one by the channel an acknowledgement's Ref names (replaced whole too).
 	channels atomic.Pointer[[]engine.Engine]
 	byName   atomic.Pointer[map[string]engine.Engine]
+	// broadcast serves every topic no channel claims; all is it, then the
+	// channels in plugging order (replaced whole by Plug).
+	broadcast engine.Engine
+	all       atomic.Pointer[[]engine.Engine]
+}
+
+// init gives the routes the broadcast engine, before any other use.
+func (r *routes) init(broadcast engine.Engine) {
+	r.broadcast = broadcast
+	r.all.Store(&[]engine.Engine{broadcast})
 }
 
 // ErrPlugged refuses a Plug after Restore, or of a filter another engine
@@ -87,6 +97,8 @@ func (b *Broker) Plug(e engine.Engine) error {
 	}
 	all = append(all, e)
 	r.channels.Store(&all)
+	every := append([]engine.Engine{r.broadcast}, all...)
+	r.all.Store(&every)
 	r.table.Store(next)
 	return nil
 }
@@ -98,16 +110,16 @@ func (r *routes) seal() {
 	r.mu.Unlock()
 }
 
-// target is the channel engine holding topic t, nil for broadcast. It
-// allocates nothing: the table keeps no reference to t.
+// target is the engine serving topic t: the channel engine holding it, or
+// broadcast. It allocates nothing: the table keeps no reference to t.
 func (r *routes) target(t []byte) engine.Engine {
 	tab := r.table.Load()
 	if tab == nil {
-		return nil
+		return r.broadcast
 	}
 	_, e, ok := tab.Lookup(unsafe.String(unsafe.SliceData(t), len(t)))
 	if !ok {
-		return nil
+		return r.broadcast
 	}
 	return e
 }
@@ -131,19 +143,20 @@ func (r *routes) reach(filter string, fn func(e engine.Engine)) {
 	})
 }
 
-// byRef is the channel engine that made the delivery ref names, nil for a
-// broadcast one (or none plugged under that name).
+// byRef is the engine that made the delivery ref names: the channel engine
+// its Kind and Name name, else broadcast - which finds nothing of its own
+// under a channel's Ref (no channel plugged under that name).
 func (r *routes) byRef(ref delivery.Ref) engine.Engine {
 	if ref.Kind == delivery.KindBroadcast || ref.Kind == delivery.KindNone {
-		return nil
+		return r.broadcast
 	}
 	names := r.byName.Load()
 	if names == nil {
-		return nil
+		return r.broadcast
 	}
 	e := (*names)[ref.Name]
 	if e == nil || e.Kind() != ref.Kind {
-		return nil
+		return r.broadcast
 	}
 	return e
 }
@@ -156,6 +169,10 @@ func (r *routes) engines() []engine.Engine {
 	}
 	return nil
 }
+
+// every is every engine, broadcast first, then the channels in plugging
+// order. The caller does not change the slice.
+func (r *routes) every() []engine.Engine { return *r.all.Load() }
 
 // restoreEngines fixes the table and has every channel engine load what its
 // stores kept, before any session comes back or a Will at the start is
@@ -182,23 +199,29 @@ func (b *Broker) resubscribeChannels() {
 		sh.mu.Lock()
 		for _, s := range sh.sessions {
 			for f, sub := range s.filters {
-				b.subscribeChannels(restoringSession{s}, f, sub, false, nil)
+				b.subscribeChannels(restoringSession{s}, filterOf(f, sub, false, nil))
 			}
 		}
 		sh.mu.Unlock()
 	}
 }
 
-// subscribeChannels hands one subscription of s to every channel engine its
-// filter reaches, and answers the first refusal among them (0x00 when none
-// refuses or none is reached). Shard lock held.
-func (b *Broker) subscribeChannels(s engine.Session, filter string, sub subscription, isNew bool, user []codec.UserProperty) (codec.ReasonCode, string) {
+// filterOf is one subscription as an engine is handed it, with the
+// SUBSCRIBE's User Properties (nil for one restored).
+func filterOf(filter string, sub subscription, isNew bool, user []codec.UserProperty) engine.Filter {
 	f := engine.Filter{Filter: filter, Inner: filter, New: isNew, Properties: user, Options: delivery.SubscribeOptions{
 		QoS: sub.qos, NoLocal: sub.noLocal, RetainAsPublished: sub.retainAsPublished,
 		RetainHandling: sub.retainHandling, SubscriptionID: sub.id}}
 	if group, inner, ok, _ := topic.SplitShared(filter); ok {
 		f.Share, f.Inner = group, inner
 	}
+	return f
+}
+
+// subscribeChannels hands one subscription of s to every channel engine its
+// filter reaches, and answers the first refusal among them (0x00 when none
+// refuses or none is reached). Shard lock held.
+func (b *Broker) subscribeChannels(s engine.Session, f engine.Filter) (codec.ReasonCode, string) {
 	code, why := codec.Success, ""
 	b.routes.reach(f.Inner, func(e engine.Engine) {
 		if c, w := e.Subscribe(s, f); c >= 0x80 && code == codec.Success {
@@ -218,13 +241,13 @@ func (b *Broker) unsubscribeChannels(s *session, filter string) {
 	b.routes.reach(inner, func(e engine.Engine) { e.Unsubscribe(s, filter) })
 }
 
-// Each of the session's moments, told every channel engine: they keep their
-// own subscribers, and one with nothing of s's does nothing. Shard lock held.
-// carried are what s's last connection left unfinished: each engine is
-// handed its own (by Ref.Kind and Ref.Name) to send again first.
-func (b *Broker) resumeChannels(s *session, c delivery.Client, carried []delivery.Unfinished) {
-	for _, e := range b.routes.engines() {
-		e.Resume(s, c, carriedFor(e, carried))
+// Each of the session's moments, told every engine, broadcast first: they
+// keep their own subscribers, and one with nothing of s's does nothing.
+// Shard lock held. carried are what s's last connection left unfinished:
+// each engine is handed its own (carriedBy) to send again first.
+func (b *Broker) resumeEngines(s *session, c delivery.Client, carried []delivery.Unfinished) {
+	for _, e := range b.routes.every() {
+		e.Resume(s, c, carriedBy(e, carried))
 	}
 }
 
@@ -233,8 +256,13 @@ func isChannel(r delivery.Ref) bool {
 	return r.Kind != delivery.KindNone && r.Kind != delivery.KindBroadcast
 }
 
-// carriedFor is the part of u that e made, nil for none.
-func carriedFor(e engine.Engine, u []delivery.Unfinished) []delivery.Unfinished {
+// carriedBy is the part of u that e made, nil for none: a channel's by its
+// Ref.Kind and Ref.Name, broadcast's every delivery no channel made (its
+// Ref.Name is the shared group that handed it over).
+func carriedBy(e engine.Engine, u []delivery.Unfinished) []delivery.Unfinished {
+	if e.Kind() == delivery.KindBroadcast {
+		return broadcastOnly(u)
+	}
 	var mine []delivery.Unfinished
 	for _, x := range u {
 		if x.Delivery.Ref.Kind == e.Kind() && x.Delivery.Ref.Name == e.Name() {
@@ -261,34 +289,43 @@ func broadcastOnly(u []delivery.Unfinished) []delivery.Unfinished {
 	return u
 }
 
-// ackChannel hands e an acknowledgement of a delivery it made, under the
-// session's shard lock. A connection that no longer owns the session changes
-// nothing (invariant 17); the answer is whether the engine kept it and c
+// ack hands e an acknowledgement of a delivery it made, under the session's
+// shard lock. A connection that no longer owns the session changes nothing
+// (invariant 17) - but broadcast's window is the session's, so a PUBACK or
+// PUBCOMP read on the connection it was taken from has the new one sent the
+// delivery again (staleAck). The answer is whether the engine kept it and c
 // still owns the session (for a PUBREC: whether c sends the PUBREL).
-func (b *Broker) ackChannel(c delivery.Client, e engine.Engine, r delivery.Ref, stage engine.AckStage, packetID uint16) bool {
+func (b *Broker) ack(c delivery.Client, e engine.Engine, r delivery.Ref, stage engine.AckStage, packetID uint16) bool {
 	sh := b.shard(c.ClientID())
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	s := sh.sessions[c.ClientID()]
+	if s == nil {
+		return false
+	}
 	if !s.ownedBy(c) {
+		if stage == engine.AckFinished && e == engine.Engine(b.broadcast) {
+			b.broadcast.staleAck(s, c, r)
+		}
 		return false
 	}
 	return e.Ack(s, r, stage, packetID) && s.ownedBy(c)
 }
 
-func (b *Broker) detachChannels(s *session) {
-	for _, e := range b.routes.engines() {
+func (b *Broker) detachEngines(s *session) {
+	for _, e := range b.routes.every() {
 		e.Detach(s)
 	}
 }
 
-func (b *Broker) endChannels(s *session) {
-	for _, e := range b.routes.engines() {
+func (b *Broker) endEngines(s *session) {
+	for _, e := range b.routes.every() {
 		e.End(s)
 	}
 }
 
-// closeEngines closes every channel engine, each failure logged.
+// closeEngines closes every channel engine, each failure logged; broadcast
+// is closed after the broker's queued writes (Close).
 func (b *Broker) closeEngines() {
 	for _, e := range b.routes.engines() {
 		if err := e.Close(); err != nil {
@@ -333,6 +370,17 @@ func (h host) Allows(clientID, t string, verb acl.Verb) bool {
 }
 
 func (h host) OnGrantsChanged(f func()) { h.b.OnGrantsChanged(f) }
+
+// WithRoom knows the shard the broker holds across a Hold or Release of
+// clientID's exchange from where storeNow makes the write: under the lock
+// on a provider that does not wait on disk, with no lock on one that does.
+func (h host) WithRoom(clientID, what string, write func() error) error {
+	var held *shard
+	if !h.b.opts.SessionsWaitOnDisk {
+		held = h.b.shard(clientID)
+	}
+	return h.b.withRoom(held, what, write)
+}
 
 // Client takes the session's shard lock for the map lookup only (LOCKS.md):
 // an engine asks with none of its own locks held that it also takes inside a

@@ -372,6 +372,88 @@ func TestWhatAConnectionLeftUnfinishedGoesBackToTheEngineThatMadeIt(t *testing.T
 	}
 }
 
+// queueKind is a channel fake of another kind, for a Ref whose Name is
+// another engine's.
+type queueKind struct{ *channel }
+
+func (queueKind) Kind() delivery.Kind { return delivery.KindQueue }
+
+func TestCarriedByHandsEachEngineOnlyItsOwnDeliveries(t *testing.T) {
+	p := openMemory(t)
+	orders, jobs := newChannel(t, p, "orders", "orders/#"), newChannel(t, p, "jobs", "jobs/#")
+	ordersQueue := queueKind{newChannel(t, p, "orders-q", "oq/#")}
+	ordersQueue.name = "orders" // same Name as orders, another Kind
+	b := channelBroker(t, newStores(t, 0), orders, jobs)
+	ref := func(k delivery.Kind, name string, n uint64) delivery.Unfinished {
+		return delivery.Unfinished{Delivery: delivery.Delivery{QoS: 1, Ref: delivery.Ref{Kind: k, Name: name, N: n}}}
+	}
+	u := []delivery.Unfinished{
+		ref(delivery.KindBroadcast, "", 1),
+		ref(delivery.KindAppend, "orders", 2),
+		ref(delivery.KindBroadcast, "$share/g/a/#", 3), // a shared group's: broadcast's
+		ref(delivery.KindAppend, "jobs", 4),
+		ref(delivery.KindAppend, "orders", 5),
+	}
+	ns := func(u []delivery.Unfinished) (out []uint64) {
+		for _, x := range u {
+			out = append(out, x.Delivery.Ref.N)
+		}
+		return out
+	}
+	for _, c := range []struct {
+		name string
+		e    engine.Engine
+		want []uint64
+	}{
+		{"broadcast", b.routes.broadcast, []uint64{1, 3}},
+		{"orders", orders, []uint64{2, 5}},
+		{"jobs", jobs, []uint64{4}},
+		{"a queue named orders", ordersQueue, nil},
+	} {
+		if got := ns(carriedBy(c.e, u)); !slices.Equal(got, c.want) {
+			t.Errorf("%s is handed %v, want %v", c.name, got, c.want)
+		}
+	}
+	if got := ns(carriedBy(b.routes.broadcast, u[:1])); !slices.Equal(got, []uint64{1}) {
+		t.Errorf("broadcast alone is handed %v, want [1]", got)
+	}
+}
+
+func TestAResumeHandsBroadcastAndEachChannelTheirOwnUnfinished(t *testing.T) {
+	p := openMemory(t)
+	orders, jobs := newChannel(t, p, "orders", "orders/#"), newChannel(t, p, "jobs", "jobs/#")
+	b := channelBroker(t, newStores(t, 0), orders, jobs)
+	c := &ackClient{id: "w"}
+	connectAs(t, b, c, true, 60, nil)
+	msg := func(topic, payload string) *delivery.Message {
+		return delivery.NewMessage(&codec.Publish{Topic: []byte(topic), Payload: []byte(payload)}, time.Now)
+	}
+	o := delivery.Ref{Kind: delivery.KindAppend, Name: "orders", N: 3}
+	j := delivery.Ref{Kind: delivery.KindAppend, Name: "jobs", N: 8}
+	b.Unfinished(c, []delivery.Unfinished{
+		{Msg: msg("orders/1", "o"), Delivery: delivery.Delivery{QoS: 1, PacketID: 4, Ref: o}},
+		{Msg: msg("fleet/1", "live"), Delivery: delivery.Delivery{QoS: 1, PacketID: 5}}, // broadcast, from memory
+		{Msg: msg("jobs/1", "j"), Delivery: delivery.Delivery{QoS: 1, PacketID: 6, Ref: j}},
+	})
+	b.Disconnected(c, 60, false)
+	back := &ackClient{id: "w"}
+	connectAs(t, b, back, false, 60, nil)
+	for _, x := range []struct {
+		ch   *channel
+		want delivery.Ref
+	}{{orders, o}, {jobs, j}} {
+		x.ch.mu.Lock()
+		carried := slices.Clone(x.ch.carried)
+		x.ch.mu.Unlock()
+		if !slices.Equal(carried, []delivery.Ref{x.want}) {
+			t.Errorf("channel %s was handed back %v, want its own %v", x.ch.name, carried, x.want)
+		}
+	}
+	if got := back.payloads(); !slices.Equal(got, []string{"live"}) {
+		t.Fatalf("broadcast sent again %v, want its own [live] only", got)
+	}
+}
+
 func TestWhetherAPublishToAChannelWaitsOnDiskIsItsEngines(t *testing.T) {
 	ch := newChannel(t, openMemory(t), "orders", "orders/#")
 	ch.onDisk = true

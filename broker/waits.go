@@ -11,33 +11,20 @@ import (
 // that commits to disk. netloop asks it on the loop for every such packet, so
 // it takes no lock a store write holds and writes nothing.
 //
-// A publish to a channel's topic is its engine's to decide (engine.Waits).
-// A broadcast publish is decided by what it will store, its topic known: a retained
-// value; a QoS 2 hold (written before the PUBREC); at QoS 1, a broadcast-log
-// append, made only when a session that outlives its connection is reached
-// at QoS 1 or 2 or a shared group with such a member is (logsFor). A QoS 1
-// publish nobody kept is owed stays on the loop, on sqlite too. A stored
-// PUBREC is written only for a delivery from the log (a Ref with an offset);
-// one a shared group handed from memory stays on the loop. A release writes
-// the log and, for a retained publish, the retained store; a SUBSCRIBE
-// writes the session record and reads the retained values its filter
-// matches; the rest write the session store alone.
+// A publish is its engine's to decide (engine.Waits), its topic known; for
+// broadcast (broadcastEngine.Waits) a QoS 1 publish nobody kept is owed
+// stays on the loop, on sqlite too. A stored PUBREC is written only for a
+// delivery from the log (a Ref with an offset); one a shared group handed
+// from memory stays on the loop. A release writes the log and, for a
+// retained publish, the retained store; a SUBSCRIBE writes the session
+// record and reads the retained values its filter matches; the rest write
+// the session store alone.
 func (b *Broker) Waits(c delivery.Client, call delivery.Call, p *codec.Publish, ref delivery.Ref) bool {
 	sessions, retained := b.opts.SessionsWaitOnDisk, b.opts.RetainedWaitOnDisk
 	switch call {
 	case delivery.CallPublish:
-		if eng := b.routes.target(p.Topic); eng != nil {
-			return eng.Waits(c.ClientID(), p) // its store keeps it, a QoS 2 hold too
-		}
-		switch {
-		case p.Retain && retained:
-			return true
-		case !sessions || p.QoS == 0:
-			return false
-		case p.QoS == 2:
-			return true
-		}
-		return b.logsFor(c.ClientID(), p)
+		// Its engine's store keeps it, a QoS 2 hold too.
+		return b.routes.target(p.Topic).Waits(c.ClientID(), p)
 	case delivery.CallReceived:
 		return sessions && ref.Kind == delivery.KindBroadcast && ref.N != 0
 	case delivery.CallRelease, delivery.CallSubscribe:

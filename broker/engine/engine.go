@@ -4,8 +4,10 @@
 // per channel kind - append, latest, queue (RFC 0002 "Channels") - for the
 // topics a channel's filter holds.
 //
-// Today the broker serves broadcast itself (broker/broadcast_*.go) and routes
-// to a plugged engine every topic a channel's filter holds (broker/routes.go).
+// The broker routes every topic a channel's filter holds to that channel's
+// plugged engine, and every other topic to the broadcast engine
+// (broker/broadcast_engine.go), through this interface alike
+// (broker/routes.go).
 //
 // The broker keeps what MQTT says belongs to a client id - its session, its
 // connection, its Will, its expiry - and decides who owns what (invariant 17).
@@ -210,4 +212,14 @@ type Host interface {
 	// a consumer stalled on a refused delivery asks again then, since the
 	// grant returning is what wakes it, not the next publish.
 	OnGrantsChanged(f func())
+	// WithRoom runs write, a write to the session store's provider made
+	// inside Holder().Hold or Release of clientID's QoS 2 exchange, and while
+	// that provider is full lets the broadcast log's oldest messages go for
+	// it and tries again (RFC 0002 "Every session's state"): the broadcast
+	// engine's hold and release, and a channel whose store shares that
+	// provider. The broker holds clientID's shard lock across Hold and
+	// Release when the provider does not wait on disk (LOCKS.md); WithRoom
+	// knows it, so its walk over every session's shard skips that one.
+	// Asked anywhere else it may deadlock.
+	WithRoom(clientID, what string, write func() error) error
 }
