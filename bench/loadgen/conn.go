@@ -51,6 +51,9 @@ type Options struct {
 	AckLatency *stats.Histogram
 	// DialTimeout bounds the TCP connect and the CONNACK; 10 s when zero.
 	DialTimeout time.Duration
+	// Retain sets RETAIN on every QoS 1 PUBLISH: a retained value on a
+	// broadcast broker, a latest channel's value on Sagüin.
+	Retain bool
 }
 
 // Conn is one connection to the broker.

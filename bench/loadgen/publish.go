@@ -69,7 +69,7 @@ func (c *Conn) PublishQoS1(ctx context.Context, topic, payload []byte) error {
 	defer c.wmu.Unlock()
 	Stamp(payload)
 	c.sentAt[id].Store(Now())
-	p := codec.Publish{QoS: 1, Topic: topic, PacketID: id, Payload: payload}
+	p := codec.Publish{QoS: 1, Retain: c.opt.Retain, Topic: topic, PacketID: id, Payload: payload}
 	c.wbuf = p.Append(c.wbuf[:0], codec.Version5)
 	if _, err := c.nc.Write(c.wbuf); err != nil {
 		return fmt.Errorf("writing QoS 1 PUBLISH: %w", err)

@@ -131,6 +131,13 @@ broker:
 %s  limits:
     max_connections: 20000
     max_connect_rate: none
+channels:
+  # The latest scenarios' topics: current values here, retained messages on
+  # the other peers (docs/performance.md "latest").
+  benchlatest:
+    type: latest
+    filter: bench/latest/#
+    retention_period: none
 `, addr, name, provider)
 }
 

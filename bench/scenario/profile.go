@@ -72,6 +72,10 @@ func Cases(p Profile) []Case {
 		cs = append(cs, idleConns(p, n))
 	}
 	cs = append(cs, slowSubscriber(p))
+	for _, n := range []int{1, 8, 32} {
+		cs = append(cs, latestSet(n))
+	}
+	cs = append(cs, catchUp(10000))
 	return cs
 }
 

@@ -87,6 +87,10 @@ type reader struct {
 	mark   uint64
 	marked bool
 
+	// passItem is the state pass's value being sent, kept here so that a
+	// pass of 100,000 values allocates no item for each.
+	passItem item
+
 	inflight      map[uint64]int64 // QoS 1/2 deliveries by offset, their sizes
 	inflightBytes int64
 

@@ -59,9 +59,10 @@ func (r *reader) run(era uint64) {
 			r.mu.Unlock()
 			return
 		case it == nil:
-			from, deletions, match := p.from, p.deletions, p.match
+			from, deletions, match, page := p.from, p.deletions, p.match, p.buf[:0]
 			r.mu.Unlock()
-			vs, err := e.st.Changes(from, deletions, match, pageSize, nil)
+			// The page read before is all handed out: its slice is reused.
+			vs, err := e.st.Changes(from, deletions, match, pageSize, page)
 			r.mu.Lock()
 			if r.era != era {
 				r.mu.Unlock()
@@ -144,7 +145,8 @@ func (r *reader) nextLocked(now time.Time) (*item, *pass) {
 				p.at++ // a change as new waits to go
 				continue
 			}
-			return &item{key: v.Topic, v: *v, pass: true}, p
+			r.passItem = item{key: v.Topic, v: *v, pass: true}
+			return &r.passItem, p
 		}
 		if !p.done {
 			return nil, p
@@ -154,22 +156,23 @@ func (r *reader) nextLocked(now time.Time) (*item, *pass) {
 	return nil, nil
 }
 
-// fill takes the page read at p.from.
+// fill takes the page read at p.from, keeping the values below upto.
 func (p *pass) fill(vs []store.Value) {
-	p.buf, p.at = p.buf[:0], 0
-	for i := range vs {
-		if vs[i].Offset >= p.upto {
-			p.done = true
-			break
-		}
-		p.buf = append(p.buf, vs[i])
-	}
 	if len(vs) < pageSize {
 		p.done = true
 	}
 	if len(vs) > 0 {
 		p.from = vs[len(vs)-1].Offset + 1
 	}
+	p.at = 0
+	for i := range vs {
+		if vs[i].Offset >= p.upto {
+			p.done = true
+			vs = vs[:i]
+			break
+		}
+	}
+	p.buf = vs
 }
 
 // popLocked takes a sent (or let go) item off its list.
