@@ -41,7 +41,7 @@ func (b *Broker) retainHeld(host engine.Host, publisher string, p *codec.Publish
 	case store.IsFull(err):
 		return codec.QuotaExceeded, "the retained store is full"
 	default:
-		b.counters.StorageErrors.Add(1)
+		b.counters.retainedStorageError()
 		b.log.Error("retained store failed", "client_id", publisher, "topic", string(p.Topic), "error", err)
 		return codec.ImplementationSpecificError, "the retained store could not keep the value"
 	}
@@ -60,7 +60,7 @@ func (b *Broker) sendRetained(c delivery.Client, s *session, filter string, sub 
 		hits = append(hits, r)
 		return true
 	}); err != nil {
-		b.counters.StorageErrors.Add(1)
+		b.counters.retainedStorageError()
 		b.log.Error("retained store failed", "client_id", c.ClientID(), "filter", filter, "error", err)
 		return
 	}
@@ -72,7 +72,7 @@ func (b *Broker) sendRetained(c delivery.Client, s *session, filter string, sub 
 		m := messageOf(&hits[i], now)
 		if m == nil {
 			if _, err := b.retained.Delete(hits[i].Topic); err != nil {
-				b.counters.StorageErrors.Add(1)
+				b.counters.retainedStorageError()
 			}
 			continue
 		}

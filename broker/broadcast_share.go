@@ -164,7 +164,7 @@ func (b *Broker) groupCursorsFailed(req *netloop.ConnectRequest, err error) code
 		b.log.Warn("connection refused: the session store has no room for the cursor of a shared group it holds", "client_id", req.ClientID)
 		return codec.QuotaExceeded
 	}
-	b.counters.StorageErrors.Add(1)
+	b.counters.sessionStorageError()
 	b.log.Error("session store failed giving a resumed session's shared group its cursor", "client_id", req.ClientID, "error", err)
 	return codec.ImplementationSpecificError
 }

@@ -124,6 +124,9 @@ type Broker struct {
 	closed          sync.Once
 	wg              sync.WaitGroup
 	counters        *Counters
+	// logBound keeps repeated refusals and storage failures to a line per
+	// cause every ten seconds (logbound.go).
+	logBound logBound
 }
 
 type shard struct {
@@ -196,6 +199,10 @@ type session struct {
 	// from a member may let their backlogs drain (broadcast_sharedrain.go). Guarded by
 	// the shard lock and the shares lock together; either one reads.
 	groups []*shareGroup
+	// conn is what its latest connection said of itself, for
+	// /v1/operations/sessions; zero for a session restored at a start and
+	// not connected since.
+	conn connInfo
 }
 
 // ownedBy reports whether c is the connection that owns s now: the only one
@@ -405,6 +412,7 @@ func (b *Broker) Connect(c delivery.Client, req *netloop.ConnectRequest) (bool, 
 		s.takenFrom = old
 	}
 	s.who.Store(who)
+	s.conn = b.connInfoOf(req)
 	s.client.Store(&clientRef{c})
 	sh.mu.Unlock()
 	if old != nil {
@@ -469,7 +477,7 @@ func (b *Broker) connectWrites(sh *shard, req *netloop.ConnectRequest, s *sessio
 // 0x83 (RFC 0002 "Every session's state: broker.session").
 func (b *Broker) connectStoreFailed(req *netloop.ConnectRequest, s *session, err error) codec.ReasonCode {
 	if !store.IsFull(err) {
-		b.counters.StorageErrors.Add(1)
+		b.counters.sessionStorageError()
 		b.log.Error("session store failed at CONNECT", "client_id", req.ClientID, "error", err)
 		return codec.ImplementationSpecificError
 	}
@@ -631,8 +639,15 @@ func (b *Broker) endSession(sh *shard, s *session, why string, later bool) {
 
 // storageFailed counts and logs a store failure nobody is waiting to be told.
 func (b *Broker) storageFailed(what, clientID string, err error) {
-	b.counters.StorageErrors.Add(1)
-	b.log.Error("session store failed", "what", what, "client_id", clientID, "error", err)
+	b.counters.sessionStorageError()
+	// One line per kind of failure every ten seconds, with how many were
+	// not written: a full or failing disk fails every publish alike.
+	ok, unsaid := b.logBound.allow("storage "+what, clientID, b.now())
+	if !ok {
+		return
+	}
+	b.log.Error("session store failed", "what", what, "client_id", string(Cut([]byte(clientID), b.opts.MaxTopicLength)), "error", err,
+		"also_failed_since_last_line", unsaid)
 }
 
 // Publish routes p to the subscribers it reaches and answers its PUBACK
@@ -700,8 +715,18 @@ func (b *Broker) refusePublish(clientID string, p *codec.Publish, code codec.Rea
 
 // logRefusal logs a refused publish that refusePublish's count does not
 // take, or has already taken under a finer reason.
+//
+// The line is bounded however the client behaves: the topic is cut to
+// limits.max_topic_length (a topic refused for its length would otherwise be
+// logged whole), and one cause is written at most once every ten seconds for
+// a client (logBound), the line saying how many went unwritten since the last.
 func (b *Broker) logRefusal(clientID string, p *codec.Publish, code codec.ReasonCode, why string) (codec.ReasonCode, string) {
-	b.log.Warn("publish refused", "client_id", clientID, "topic", string(p.Topic), "qos", p.QoS, "code", code.String(), "why", why)
+	ok, unsaid := b.logBound.allow("publish "+why, clientID, b.now())
+	if !ok {
+		return code, why
+	}
+	b.log.Warn("publish refused", "client_id", clientID, "topic", string(Cut(p.Topic, b.opts.MaxTopicLength)), "qos", p.QoS,
+		"code", code.String(), "why", why, "also_refused_since_last_line", unsaid)
 	return code, why
 }
 
@@ -754,6 +779,7 @@ func (b *Broker) routeLogged(publisher string, p *codec.Publish, offset uint64, 
 		}
 		ms.add(s, sub)
 	})
+	b.counters.BroadcastPublished.Add(1)
 	if len(ms.list) == 0 {
 		b.counters.BroadcastUnmatched.Add(1)
 	}

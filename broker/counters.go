@@ -13,6 +13,17 @@ import (
 type Counters struct {
 	// StorageErrors: a store call failed (saguin_storage_errors_total).
 	StorageErrors atomic.Uint64
+	// SessionStorageErrors and RetainedStorageErrors are the part of
+	// StorageErrors the broker met calling the session store (its broadcast
+	// log included) and the retained store, so that each failure is put on
+	// the provider behind the store (saguin_storage_errors_total{provider});
+	// the rest are the providers' own, counted through their hooks.
+	SessionStorageErrors  atomic.Uint64
+	RetainedStorageErrors atomic.Uint64
+	// BroadcastPublished: publishes routed as broadcast - a client's, a
+	// released exactly-once one, a Will - whether or not anybody was
+	// subscribed (saguin_published_total{channel="broadcast"}).
+	BroadcastPublished atomic.Uint64
 	// SessionsRestored: sessions brought back from the store at a start
 	// (saguin_sessions_restored_total).
 	SessionsRestored atomic.Uint64
@@ -122,6 +133,16 @@ const (
 // String is the cause label as RFC 0005 writes it.
 func (w WillCause) String() string {
 	return [...]string{"immediate", "delayed", "session_ended", "start"}[w]
+}
+
+func (c *Counters) sessionStorageError() {
+	c.StorageErrors.Add(1)
+	c.SessionStorageErrors.Add(1)
+}
+
+func (c *Counters) retainedStorageError() {
+	c.StorageErrors.Add(1)
+	c.RetainedStorageErrors.Add(1)
 }
 
 // Counters are the broker's counters, for the metrics to read.

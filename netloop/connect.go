@@ -167,7 +167,7 @@ func (c *Conn) onConnect(h codec.Header, body []byte, sc *scratch) {
 		// with the CONNECT's bytes copied out of the read buffer.
 		cl := cp.Clone()
 		pc := &pendingCall{kind: delivery.CallConnect, plan: plan}
-		pc.req = c.connectRequest(cl, id, granted)
+		pc.req = c.connectRequest(cl, id, granted, keepalive)
 		if cl.WillFlag {
 			pc.req.Will = &codec.Publish{QoS: cl.WillQoS, Retain: cl.WillRetain, Topic: cl.WillTopic,
 				Payload: cl.WillPayload, Properties: cl.WillProperties}
@@ -176,7 +176,7 @@ func (c *Conn) onConnect(h codec.Header, body []byte, sc *scratch) {
 		c.goWait(pc)
 		return
 	}
-	req := c.connectRequest(cp, id, granted)
+	req := c.connectRequest(cp, id, granted, keepalive)
 	if cp.WillFlag {
 		w := &sc.publish
 		w.Dup, w.QoS, w.Retain, w.PacketID = false, cp.WillQoS, cp.WillRetain, 0
@@ -203,8 +203,9 @@ type connackPlan struct {
 }
 
 // connectRequest is what the handler is given of cp.
-func (c *Conn) connectRequest(cp *codec.Connect, id string, granted uint32) ConnectRequest {
+func (c *Conn) connectRequest(cp *codec.Connect, id string, granted uint32, keepalive uint16) ConnectRequest {
 	req := ConnectRequest{
+		Keepalive:     keepalive,
 		Version:       cp.Version,
 		ClientID:      id,
 		CleanStart:    cp.CleanStart,

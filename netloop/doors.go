@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 )
@@ -140,3 +141,27 @@ func (l *listener) close() {
 
 // Addr is the address the door is bound to (the real port for ":0").
 func (l *listener) addr() net.Addr { return l.ln.Addr() }
+
+// Listen binds d by the same rules netloop binds its own doors (a unix
+// door's lock, its leftover socket replaced, its mode), for a listener that
+// something else serves - the operations listener - so that both kinds of
+// door follow one copy of them. Closing the returned listener removes a unix
+// socket before releasing its lock, once however often it is called.
+func Listen(d Door) (net.Listener, error) {
+	l, err := openDoor(d)
+	if err != nil {
+		return nil, err
+	}
+	return &ownedListener{Listener: l.ln, l: l}, nil
+}
+
+type ownedListener struct {
+	net.Listener
+	l    *listener
+	once sync.Once
+}
+
+func (o *ownedListener) Close() error {
+	o.once.Do(o.l.close)
+	return nil
+}

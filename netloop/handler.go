@@ -103,6 +103,9 @@ type ConnectRequest struct {
 	// is then that name, whatever the CONNECT carried, and no password file
 	// is consulted for it.
 	Certified bool
+	// Keepalive is the Keep Alive granted, in seconds: the CONNECT's, or
+	// max_keepalive's answer to an MQTT 5 client asking for more.
+	Keepalive uint16
 	// SessionExpiryShortened is set by the handler when it grants less than
 	// SessionExpiry (it lowers SessionExpiry too): a session store with no
 	// room keeps the session only as long as its connection, and the CONNACK

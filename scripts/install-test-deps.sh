@@ -12,7 +12,9 @@
 #   for make dist: the cross compilers of arm64 and armhf with their C
 #     libraries, help2man (the man page is made from --help);
 #   for make arm-test: qemu-user-static (the ARM builds run under it);
-#   for make deb-check: lintian, and systemd for systemd-analyze verify.
+#   for make deb-check: lintian, and systemd for systemd-analyze verify;
+#   prometheus: promtool checks the shipped alert rules, and the server
+#     scrapes a running broker (conformance/monitoring_test.go).
 set -euo pipefail
 need=()
 have() { command -v "$1" >/dev/null || [ -x "/usr/sbin/$1" ]; }
@@ -28,6 +30,7 @@ have qemu-aarch64-static && have qemu-arm-static || need+=(qemu-user-static)
 have help2man || need+=(help2man)
 have lintian || need+=(lintian)
 have systemd-analyze || need+=(systemd)
+have promtool || need+=(prometheus)
 have haproxy || need+=(haproxy)
 have nginx || need+=(nginx-light)
 [ -e /usr/lib/nginx/modules/ngx_stream_module.so ] || need+=(libnginx-mod-stream)

@@ -1,9 +1,7 @@
 package main
 
 import (
-	"errors"
 	"fmt"
-	"log/slog"
 	"strings"
 
 	"github.com/saguin-edge/saguin/broker"
@@ -91,28 +89,4 @@ func heldSummary(cfg *config.Config, a *broker.Access) []any {
 		args = append(args, "acl_file", a.ACL.Path, "roles", len(a.ACL.Roles), "entries", len(a.ACL.Entries))
 	}
 	return args
-}
-
-// reloadAccess is SIGUSR1's credential half: everything re-read, applied
-// only if all of it loaded; otherwise the broker keeps exactly what it had
-// and each failing file is logged at error, naming it. Which file a door
-// reads stays what the broker started with.
-func reloadAccess(cfg *config.Config, b *broker.Broker, log *slog.Logger) bool {
-	a, errs := loadAccess(cfg)
-	if len(errs) > 0 {
-		for _, err := range errs {
-			var es interface{ Unwrap() []error }
-			if errors.As(err, &es) {
-				for _, e := range es.Unwrap() {
-					log.Error("SIGUSR1: a credential file cannot be used; nothing re-read is applied, and the broker keeps what it had", "error", e)
-				}
-				continue
-			}
-			log.Error("SIGUSR1: a credential file cannot be used; nothing re-read is applied, and the broker keeps what it had", "error", err)
-		}
-		return false
-	}
-	b.SetAccess(a)
-	log.Info("SIGUSR1: credentials re-read and in force", heldSummary(cfg, a)...)
-	return true
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 
 	"github.com/saguin-edge/saguin/config"
 	"github.com/saguin-edge/saguin/store"
@@ -35,8 +36,14 @@ type storage struct {
 	appends map[string]appendLog
 	// latests are the latest channels' stores, by channel name.
 	latests map[string]latestStore
-	cancel  context.CancelFunc
-	sweeps  sync.WaitGroup
+	// errors count, per provider, the failures it met on its own (its
+	// StorageError hook); sessionsProvider and retainedProvider name the
+	// providers whose stores the broker's own failures are put on
+	// (saguin_storage_errors_total{provider}).
+	errors                             map[string]*atomic.Uint64
+	sessionsProvider, retainedProvider string
+	cancel                             context.CancelFunc
+	sweeps                             sync.WaitGroup
 }
 
 // appendLog is one append channel's store and whether its provider commits
@@ -51,7 +58,7 @@ type appendLog struct {
 // cleanup closes its own copy of the storage: a `return nil, err` has already
 // set the named result to nil by the time a deferred function runs.
 func openStorage(cfg *config.Config, hooks store.Hooks, log *slog.Logger) (_ *storage, err error) {
-	st := &storage{}
+	st := &storage{errors: map[string]*atomic.Uint64{}}
 	defer func() {
 		if err != nil {
 			st.close()
@@ -74,10 +81,16 @@ func openStorage(cfg *config.Config, hooks store.Hooks, log *slog.Logger) (_ *st
 		if pc == nil {
 			return nil, fmt.Errorf("storage provider %q is not defined", name)
 		}
-		p, err := openProvider(cfg, pc, hooks, log)
+		n := new(atomic.Uint64)
+		ph := hooks
+		if all := hooks.StorageError; all != nil {
+			ph.StorageError = func(err error) { n.Add(1); all(err) }
+		}
+		p, err := openProvider(cfg, pc, ph, log)
 		if err != nil {
 			return nil, err
 		}
+		st.errors[name] = n
 		byName[name] = p
 		st.providers = append(st.providers, p)
 		return p, nil
@@ -86,6 +99,7 @@ func openStorage(cfg *config.Config, hooks store.Hooks, log *slog.Logger) (_ *st
 	if err != nil {
 		return nil, fmt.Errorf("broker.session.storage: %w", err)
 	}
+	st.sessionsProvider = sp.Name()
 	st.sessionsOnDisk = sp.Type() == config.ProviderSQLite
 	if p, ok := sp.(*sqlite.Provider); ok {
 		st.awaitClient = p.AwaitClient
@@ -97,6 +111,7 @@ func openStorage(cfg *config.Config, hooks store.Hooks, log *slog.Logger) (_ *st
 	if err != nil {
 		return nil, fmt.Errorf("broker.retained.storage: %w", err)
 	}
+	st.retainedProvider = rp.Name()
 	st.retainedOnDisk = rp.Type() == config.ProviderSQLite
 	if st.retained, err = rp.Retained(cfg.Broker.Retained.RetentionPeriod); err != nil {
 		return nil, fmt.Errorf("broker.retained.storage: opening the retained store on %s: %w", rp.Name(), err)

@@ -1,37 +1,113 @@
 package main
 
 import (
+	"bytes"
+	"errors"
 	"log/slog"
+	"strings"
+	"time"
 
+	"github.com/saguin-edge/saguin/broker"
 	"github.com/saguin-edge/saguin/config"
 	"github.com/saguin-edge/saguin/netloop"
 	"github.com/saguin-edge/saguin/netloop/certs"
 )
 
-// reread is SIGUSR1: the configuration file is read again for what may
-// change without a restart - so far the ws doors' same_origin and
-// allowed_origins - and every TLS door's certificate, key and client CA from
-// the paths the broker started with. One transaction: nothing changes unless
-// the file is valid and every door's files load; each failure is logged at
-// error and every door keeps what it had (RFC 0002 "TLS on a listener",
-// "Which web pages may connect").
-func reread(path string, tlsDoors *certs.Store, srv *netloop.Server, log *slog.Logger) {
-	cfg, err := config.Load(path)
+// reread is SIGUSR1 (RFC 0005 "SIGUSR1 re-reads the log level"), one step:
+// the configuration file again for what may change without a restart (the
+// log level, the ws doors' same_origin and allowed_origins), the MQTT
+// password files and the acl_file, every TLS door's certificate, key and
+// client CA, and every file a running service re-reads (the operations
+// doors' credentials and certificates) - each from the paths the broker
+// started with. Everything is read before anything is applied; a file that
+// does not read changes nothing, is logged at error, and the broker keeps
+// running with what it had (checklist AMB-24). It says what it applied, and
+// which parts of the edited file it did not, because addresses and storage
+// are startup-only.
+func reread(running *config.Config, level *slog.LevelVar, b *broker.Broker, tlsDoors *certs.Store, srv *netloop.Server,
+	runs []*running, names []string, log *slog.Logger) {
+	next, err := config.Load(running.File)
 	if err != nil {
-		log.Error("SIGUSR1: the configuration is not valid; nothing was re-read and everything stays as it was", "config", path, "error", err)
+		log.Error("SIGUSR1: the configuration is not valid; nothing was re-read and everything stays as it was", "config", running.File, "error", err)
 		return
 	}
+	access, errs := loadAccess(running)
+	if len(errs) > 0 {
+		for _, err := range errs {
+			var es interface{ Unwrap() []error }
+			if errors.As(err, &es) {
+				for _, e := range es.Unwrap() {
+					log.Error("SIGUSR1: a credential file cannot be used; nothing re-read is applied, and the broker keeps what it had", "error", e)
+				}
+				continue
+			}
+			log.Error("SIGUSR1: a credential file cannot be used; nothing re-read is applied, and the broker keeps what it had", "error", err)
+		}
+		return
+	}
+	var applies []func()
+	var lines []string
+	for i, r := range runs {
+		if r.reread == nil {
+			continue
+		}
+		apply, l, err := r.reread()
+		if err != nil {
+			log.Error("SIGUSR1: a file did not read; nothing was changed", "service", names[i], "error", err)
+			return
+		}
+		applies = append(applies, apply)
+		lines = append(lines, l...)
+	}
+	// The MQTT doors' certificates last: Reload swaps them in itself once
+	// every door's pair has loaded, so nothing else is applied before it.
 	loaded, err := tlsDoors.Reload()
 	if err != nil {
-		log.Error("SIGUSR1: a certificate did not load; every listener keeps serving the pair it had", "error", err)
+		log.Error("SIGUSR1: a certificate did not load; every listener keeps serving the pair it had, and nothing else re-read is applied", "error", err)
 		return
 	}
-	for _, l := range loaded {
-		log.Info("SIGUSR1: certificate re-read", "listener", l.Listener, "expires", l.Expires.UTC().Format("2006-01-02T15:04:05Z"))
+	b.SetAccess(access)
+	for _, apply := range applies {
+		apply()
 	}
-	for _, ln := range cfg.Broker.MQTT.Listeners {
+	from := level.Level()
+	level.Set(logLevel(next.Broker.LogLevel))
+	// Said at warn so that it is seen whatever level was just set.
+	log.Warn("SIGUSR1: log level applied", "from", levelName(from), "to", levelName(level.Level()))
+	log.Info("SIGUSR1: credentials re-read and in force", heldSummary(running, access)...)
+	for _, l := range loaded {
+		log.Info("SIGUSR1: certificate re-read", "listener", l.Listener, "expires", l.Expires.UTC().Format(time.RFC3339))
+	}
+	for _, ln := range next.Broker.MQTT.Listeners {
 		if ln.Kind == config.KindWS && srv.SetOrigins(ln.Name, !ln.SameOrigin, ln.AllowedOrigins) {
 			log.Info("SIGUSR1: page origins re-read", "listener", ln.Key, "same_origin", ln.SameOrigin, "allowed_origins", len(ln.AllowedOrigins))
 		}
 	}
+	for _, l := range lines {
+		log.Warn("SIGUSR1: re-read", "what", l)
+	}
+	if moved := startupOnly(running, next); len(moved) > 0 {
+		log.Warn("SIGUSR1: not applied - addresses, storage and every other key are read at startup only; restart to apply them",
+			"sections_edited", strings.Join(moved, ","))
+	} else {
+		log.Warn("SIGUSR1: addresses and storage are startup-only; nothing else in the file changed")
+	}
+}
+
+// startupOnly names the sections of /v1/operations/config that differ
+// between the running configuration and the file as it is now.
+func startupOnly(running, next *config.Config) []string {
+	var out []string
+	for _, s := range config.Sections {
+		a, err1 := running.JSON(s)
+		b, err2 := next.JSON(s)
+		if err1 == nil && err2 == nil && !bytes.Equal(a, b) {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+func levelName(l slog.Level) string {
+	return strings.ToLower(l.String())
 }

@@ -31,14 +31,34 @@ func init() {
 // wiring one in never means editing this one.
 type service struct {
 	name string
-	// start runs the service; the returned stop ends it at shutdown.
-	start func(cfg *config.Config, b *broker.Broker, log *slog.Logger) (stop func(context.Context) error, err error)
+	// start runs the service; nil, nil when the configuration asks for none.
+	start func(env *serviceEnv) (*running, error)
+}
+
+// serviceEnv is what a service is started with: the running broker's parts.
+type serviceEnv struct {
+	cfg     *config.Config
+	broker  *broker.Broker
+	net     *netloop.Server
+	storage *storage
+	log     *slog.Logger
+	started time.Time
+}
+
+// running is a started service.
+type running struct {
+	// stop ends it at shutdown.
+	stop func(context.Context) error
+	// reread, when set, reads the service's files again for SIGUSR1 without
+	// applying them; apply is called only if every service's reread and the
+	// configuration itself read well.
+	reread func() (apply func(), lines []string, err error)
 }
 
 var services []service
 
 // registerService adds a service. Called from init functions only.
-func registerService(name string, start func(*config.Config, *broker.Broker, *slog.Logger) (func(context.Context) error, error)) {
+func registerService(name string, start func(*serviceEnv) (*running, error)) {
 	services = append(services, service{name: name, start: start})
 }
 
@@ -56,7 +76,10 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "saguin: %v\n", err)
 		return 1
 	}
-	log := slog.New(slog.NewTextHandler(stdout, &slog.HandlerOptions{Level: logLevel(cfg.Broker.LogLevel)})).
+	started := time.Now()
+	level := new(slog.LevelVar)
+	level.Set(logLevel(cfg.Broker.LogLevel))
+	log := slog.New(slog.NewTextHandler(stdout, &slog.HandlerOptions{Level: level})).
 		With("broker_id", cfg.Broker.ID)
 	if parts := notServed(cfg); len(parts) > 0 {
 		// Nothing configured is ever silently ignored: a part the file
@@ -144,26 +167,40 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 		log.Error("cannot open the MQTT doors", "error", err)
 		return 1
 	}
-	var stops []func(context.Context) error
+	env := &serviceEnv{cfg: cfg, broker: b, net: srv, storage: st, log: log, started: started}
+	var runs []*running
+	var names []string
+	stopServices := func(ctx context.Context) int {
+		code := 0
+		for i := len(runs) - 1; i >= 0; i-- {
+			if err := runs[i].stop(ctx); err != nil {
+				log.Error("stopping "+names[i]+" did not finish cleanly", "error", err)
+				code = 1
+			}
+		}
+		return code
+	}
 	for _, svc := range services {
-		stop, err := svc.start(cfg, b, log)
+		r, err := svc.start(env)
 		if err != nil {
 			log.Error("cannot start "+svc.name, "error", err)
+			stopServices(context.Background())
 			srv.Shutdown(context.Background())
 			return 1
 		}
-		stops = append(stops, stop)
+		if r != nil {
+			runs, names = append(runs, r), append(names, svc.name)
+		}
 	}
 	log.Info("broker started", "config", cfg.File, "pid", os.Getpid())
 
 	for sig := range sigs {
-		if sig == syscall.SIGUSR1 {
-			reloadAccess(cfg, b, log)
-			reread(path, tlsDoors, srv, log)
-			continue
-		}
 		if sig == syscall.SIGHUP {
 			log.Warn("SIGHUP received and ignored: Sagüin does not reload on HUP; SIGUSR1 re-reads the log level and credential files, and addresses and storage need a restart")
+			continue
+		}
+		if sig == syscall.SIGUSR1 {
+			reread(cfg, level, b, tlsDoors, srv, runs, names, log)
 			continue
 		}
 		log.Info("stopping", "signal", sig.String())
@@ -177,11 +214,8 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 		log.Error("shutdown did not finish cleanly", "error", err)
 		code = 1
 	}
-	for i := len(stops) - 1; i >= 0; i-- {
-		if err := stops[i](ctx); err != nil {
-			log.Error("stopping "+services[i].name+" did not finish cleanly", "error", err)
-			code = 1
-		}
+	if stopServices(ctx) != 0 {
+		code = 1
 	}
 	if code != 0 {
 		return code

@@ -1,0 +1,215 @@
+package ops
+
+import (
+	"encoding/json"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/saguin-edge/saguin/config"
+)
+
+// The /v1/operations routes, each answering GET only.
+var v1Routes = map[string]func(*Server, http.ResponseWriter, *http.Request){
+	"/v1/operations/acl":           (*Server).acl,
+	"/v1/operations/config":        (*Server).config,
+	"/v1/operations/consumers":     notKept("consumer positions are kept by the append engine, which this build does not run yet"),
+	"/v1/operations/position-lost": notKept("position-lost records are made by the append engine's retention, which this build does not run yet"),
+	"/v1/operations/refused":       notKept("the refusal record is not kept yet: saguin_connections_refused_total counts refusals by reason"),
+	"/v1/operations/sessions":      (*Server).sessions,
+	"/v1/operations/users":         (*Server).usersRoute,
+}
+
+const queuesPrefix = "/v1/operations/queues/"
+
+// serve routes one request: 404 for a path no route has, 405 for a method
+// the path does not take, /health with no credential ever, and everything
+// else behind authorize.
+func (s *Server) serve(d *door, w http.ResponseWriter, r *http.Request) {
+	path := r.URL.Path
+	var handler func(*Server, http.ResponseWriter, *http.Request)
+	allow := "GET"
+	switch {
+	case path == "/health":
+		allow = "GET, HEAD"
+		handler = (*Server).health
+	case path == "/metrics":
+		allow = "GET, HEAD"
+		handler = (*Server).metrics
+	case strings.HasPrefix(path, queuesPrefix) && len(path) > len(queuesPrefix) && !strings.Contains(path[len(queuesPrefix):], "/"):
+		handler = (*Server).queue
+	default:
+		handler = v1Routes[path]
+	}
+	if handler == nil {
+		textError(w, http.StatusNotFound, "no such route\n")
+		return
+	}
+	if r.Method != http.MethodGet && !(r.Method == http.MethodHead && allow != "GET") {
+		w.Header().Set("Allow", allow)
+		textError(w, http.StatusMethodNotAllowed, r.Method+" is not answered on "+path+"; it takes "+allow+"\n")
+		return
+	}
+	if path != "/health" {
+		v := s.authorize(d, r, path)
+		if v.status != 0 {
+			if v.status == http.StatusUnauthorized {
+				w.Header().Set("WWW-Authenticate", `Basic realm="saguin", charset="UTF-8"`)
+			}
+			textError(w, v.status, v.msg)
+			return
+		}
+	}
+	handler(s, w, r)
+}
+
+func textError(w http.ResponseWriter, status int, msg string) {
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(status)
+	w.Write([]byte(msg))
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	body, err := json.Marshal(v)
+	if err != nil {
+		textError(w, http.StatusInternalServerError, "the answer could not be encoded\n")
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	w.Write(append(body, '\n'))
+}
+
+// health answers whether restarting this process would help: 200 when every
+// publish-path lock could be taken within HealthTimeout, 503 when one could
+// not (RFC 0005 "The health endpoint"). The body says nothing else.
+func (s *Server) health(w http.ResponseWriter, r *http.Request) {
+	status, body := http.StatusOK, `{"status":"ok"}`
+	if !s.opts.Source.Broker.PublishPathFree(s.clk, HealthTimeout) {
+		status, body = http.StatusServiceUnavailable, `{"status":"unavailable"}`
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	if r.Method != http.MethodHead {
+		w.Write([]byte(body + "\n"))
+	}
+}
+
+// metrics answers the catalogue, from the previous computation while it is
+// younger than min_scrape_interval, gzipped when the scraper asks.
+func (s *Server) metrics(w http.ResponseWriter, r *http.Request) {
+	gz := acceptsGzip(r.Header.Get("Accept-Encoding"))
+	sc := s.scraper.get(gz)
+	body := sc.plain
+	w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
+	w.Header().Set("Vary", "Accept-Encoding")
+	if gz {
+		w.Header().Set("Content-Encoding", "gzip")
+		body = sc.gz
+	}
+	w.WriteHeader(http.StatusOK)
+	if r.Method != http.MethodHead {
+		w.Write(body)
+	}
+}
+
+// acceptsGzip reads Accept-Encoding for gzip with a non-zero quality.
+func acceptsGzip(h string) bool {
+	for _, part := range strings.Split(h, ",") {
+		coding, params, _ := strings.Cut(strings.TrimSpace(part), ";")
+		if !strings.EqualFold(strings.TrimSpace(coding), "gzip") {
+			continue
+		}
+		q := strings.ReplaceAll(strings.TrimSpace(params), " ", "")
+		return q != "q=0" && q != "q=0.0" && q != "q=0.00" && q != "q=0.000"
+	}
+	return false
+}
+
+// notKept answers a route whose data this build does not keep yet: 501,
+// saying which part of the broker will keep it, rather than an empty list
+// that would read as "nobody is behind" (docs/operations.md).
+func notKept(why string) func(*Server, http.ResponseWriter, *http.Request) {
+	return func(_ *Server, w http.ResponseWriter, _ *http.Request) {
+		writeJSON(w, http.StatusNotImplemented, map[string]string{"error": "not kept yet", "why": why})
+	}
+}
+
+// config is the configuration this process resolved at start, narrowed by
+// ?section= (repeats compose); an unknown section is 400 listing the names.
+func (s *Server) config(w http.ResponseWriter, r *http.Request) {
+	body, err := s.opts.Config.JSON(r.URL.Query()["section"]...)
+	if err != nil {
+		textError(w, http.StatusBadRequest, err.Error()+"\n")
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusOK)
+	w.Write(append(body, '\n'))
+}
+
+// acl answers what one user may do. This build serves no acl_file (the start
+// refuses one until authorization is served), so every client that connects
+// may do anything, which is the RFC's answer for a broker without one.
+func (s *Server) acl(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Query().Get("user") == "" && !r.URL.Query().Has("user") {
+		textError(w, http.StatusBadRequest, "name the user: /v1/operations/acl?user=<name>[&client_id=<id>]\n")
+		return
+	}
+	if s.opts.Config.Broker.MQTT.ACLFile == "" {
+		writeJSON(w, http.StatusOK, map[string]any{"acl_file": nil, "everything_allowed": true})
+		return
+	}
+	notKept("the acl_file is not served by this build yet")(s, w, r)
+}
+
+// queue answers what a queue holds. A name that is not a configured queue is
+// 404 and does not name the ones that are.
+func (s *Server) queue(w http.ResponseWriter, r *http.Request) {
+	name := strings.TrimPrefix(r.URL.Path, queuesPrefix)
+	for _, ch := range s.opts.Config.Channels {
+		if ch.Name == name && ch.Type == config.TypeQueue {
+			notKept("queue records are kept by the queue engine, which this build does not run yet")(s, w, r)
+			return
+		}
+	}
+	textError(w, http.StatusNotFound, "no such queue\n")
+}
+
+type sessionJSON struct {
+	ClientID      string `json:"client_id"`
+	Connected     bool   `json:"connected"`
+	User          string `json:"user"`
+	Protocol      *int   `json:"protocol"`
+	Listener      string `json:"listener"`
+	Remote        string `json:"remote"`
+	Keepalive     int    `json:"keepalive"`
+	ExpiresAfter  int64  `json:"expires_after"`
+	CleanStart    bool   `json:"clean_start"`
+	Subscriptions int    `json:"subscriptions"`
+}
+
+// sessions answers who is connected and who holds a session with nothing
+// behind it: held sessions first, at most a hundred, with the totals.
+func (s *Server) sessions(w http.ResponseWriter, _ *http.Request) {
+	l := s.opts.Source.Broker.ListSessions(rowLimit)
+	rows := make([]sessionJSON, len(l.Rows))
+	for i, r := range l.Rows {
+		rows[i] = sessionJSON{ClientID: r.ClientID, Connected: r.Connected, User: r.User, Listener: r.Listener,
+			Remote: r.Remote, Keepalive: int(r.Keepalive), ExpiresAfter: int64(r.ExpiresAfter / time.Second),
+			CleanStart: r.CleanStart, Subscriptions: r.Subscriptions}
+		if r.Protocol != 0 {
+			p := int(r.Protocol)
+			rows[i].Protocol = &p
+		}
+	}
+	writeJSON(w, http.StatusOK, struct {
+		Sessions  []sessionJSON `json:"sessions"`
+		Total     int           `json:"total"`
+		Connected int           `json:"connected"`
+		Offline   int           `json:"offline"`
+		Returned  int           `json:"returned"`
+	}{rows, l.Total, l.Connected, l.Offline, len(rows)})
+}
