@@ -637,7 +637,7 @@ func TestOperationsSIGUSR1RereadsCredentialsAllOrNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	ob.signal(syscall.SIGUSR1)
-	if ob.log.wait(regexp.MustCompile(`level=ERROR msg="SIGUSR1: .*nothing was changed`), 5*time.Second) == "" {
+	if ob.log.wait(regexp.MustCompile(`level=ERROR msg="SIGUSR1: `), 5*time.Second) == "" {
 		t.Fatal("a broken file was not reported")
 	}
 	if resp, _ := ob.get(t, "GET", "/metrics", basic("alice", "alice-secret")...); resp.StatusCode != 200 {
