@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/saguin-edge/saguin/broker/channel"
 	"github.com/saguin-edge/saguin/codec"
 )
 
@@ -273,7 +274,9 @@ func TestLatestSharedSubscriptionGetsChangesOnly(t *testing.T) {
 	}
 }
 
-// pointRead publishes $saguin/kv/get for key and returns the PUBACK code.
+// pointRead publishes $saguin/kv/get for key and returns the PUBACK code;
+// a reply written before the PUBACK (the two travel independently) is kept
+// for the next reply().
 func (c *raw) pointRead(key string, id uint16, response string, corr []byte) codec.ReasonCode {
 	c.t.Helper()
 	p := &codec.Publish{QoS: 1, PacketID: id, Topic: []byte("$saguin/kv/get"), Payload: []byte(key)}
@@ -286,7 +289,37 @@ func (c *raw) pointRead(key string, id uint16, response string, corr []byte) cod
 		p.Properties.Present.Set(codec.PropCorrelationData)
 	}
 	c.sendPublish(p)
-	return c.expectAck(codec.TypePuback, id)
+	for {
+		h, body := c.read()
+		if h.Type == codec.TypePublish {
+			var r codec.Publish
+			if err := r.Decode(h, body, c.version); err != nil {
+				c.t.Fatal(err)
+			}
+			c.early = append(c.early, &r)
+			continue
+		}
+		if h.Type != codec.TypePuback {
+			c.t.Fatalf("want PUBACK for %d, got %s", id, h.Type)
+		}
+		var a codec.Ack
+		if err := a.Decode(h, body, c.version); err != nil || a.PacketID != id {
+			c.t.Fatalf("PUBACK %+v (%v), want one for %d", a, err, id)
+		}
+		return a.ReasonCode
+	}
+}
+
+// reply is the next point-read reply, whether it came before its PUBACK or
+// comes after it.
+func (c *raw) reply() *codec.Publish {
+	c.t.Helper()
+	if len(c.early) > 0 {
+		p := c.early[0]
+		c.early = c.early[1:]
+		return p
+	}
+	return c.expectPublish()
 }
 
 // B8.1-6: the point read answers the asking connection only, on its
@@ -307,13 +340,13 @@ func TestLatestPointReadAnswersTheAskerOnly(t *testing.T) {
 	if code := asker.pointRead("state/a", 1, "reply/me", []byte("c-1")); code != codec.Success {
 		t.Fatalf("PUBACK 0x%02x", byte(code))
 	}
-	p := asker.expectPublish()
+	p := asker.reply()
 	if string(p.Topic) != "reply/me" || string(p.Payload) != "v1" || string(p.Properties.CorrelationData) != "c-1" || p.Retain {
 		t.Fatalf("reply %s %q corr %q retain %v", p.Topic, p.Payload, p.Properties.CorrelationData, p.Retain)
 	}
 	for _, key := range []string{"state/d", "state/never"} {
 		asker.pointRead(key, 2, "reply/me", nil)
-		p = asker.expectPublish()
+		p = asker.reply()
 		if len(p.Payload) != 0 || string(p.Properties.CorrelationData) != key {
 			t.Fatalf("reply for %s: %q corr %q, want empty with the key as Correlation Data", key, p.Payload, p.Properties.CorrelationData)
 		}
@@ -343,6 +376,9 @@ func TestLatestPointReadRefusals(t *testing.T) {
 		if got := c.pointRead(tc.key, 1, tc.response, nil); got != tc.code {
 			t.Errorf("key %q response %q: PUBACK 0x%02x, want 0x%02x", tc.key, tc.response, byte(got), byte(tc.code))
 		}
+	}
+	if len(c.early) > 0 {
+		t.Fatalf("a refusal answered on the Response Topic: %s %q", c.early[0].Topic, c.early[0].Payload)
 	}
 	c.expectNothing("a refusal is never answered on the Response Topic")
 	// QoS 0: dropped, nothing answered.
@@ -466,4 +502,55 @@ func TestLatestRetainedValuesMoveInAtStart(t *testing.T) {
 	}
 	sub.mustSubscribe(3, "events/#", 1)
 	sub.expectNothing("a retained value now under an append channel")
+}
+
+// withUser adds User Properties to a SUBSCRIBE.
+func withUser(kv ...string) func(*codec.Properties) {
+	return func(p *codec.Properties) {
+		for i := 0; i+1 < len(kv); i += 2 {
+			p.User = append(p.User, codec.UserProperty{Key: []byte(kv[i]), Value: []byte(kv[i+1])})
+		}
+		p.Present.Set(codec.PropUserProperty)
+	}
+}
+
+// A11.16, B3.10: saguin-filter applies to the state pass and to the changes
+// alike; A11.9: a malformed declaration refuses every filter of the packet.
+func TestLatestSaguinFilterAppliesToTheStatePassAndChanges(t *testing.T) {
+	b := latestBroker(t)
+	pub := dialRaw(t, b.addr, codec.Version5)
+	pub.mustConnect("pub", nil)
+	var mine, others []string
+	for i := 0; len(mine) < 3 || len(others) < 3; i++ {
+		k := "state/dev-" + strconv.Itoa(i)
+		if channel.TopicHash(k)%2 == 1 {
+			mine = append(mine, k)
+		} else {
+			others = append(others, k)
+		}
+	}
+	pub.set(mine[0], "m", 1)
+	pub.set(others[0], "o", 2)
+	sub := dialRaw(t, b.addr, codec.Version5)
+	sub.mustConnect("sub", nil)
+	if ack := sub.subscribeWith(1, withUser("saguin-filter", "topic_hash(2, 1)"), codec.Subscription{Filter: []byte("state/#"), QoS: 1}); ack.ReasonCodes[0] != 1 {
+		t.Fatalf("SUBACK %v", ack.ReasonCodes)
+	}
+	p := sub.expectPublish()
+	sub.ackDelivery(p)
+	if string(p.Topic) != mine[0] || !p.Retain {
+		t.Fatalf("state pass sent %s, want only %s (its slice)", p.Topic, mine[0])
+	}
+	pub.set(others[1], "o", 3)
+	pub.set(mine[1], "m", 4)
+	if p := sub.expectPublish(); string(p.Topic) != mine[1] || p.Retain {
+		t.Fatalf("change %s, want only %s of its slice", p.Topic, mine[1])
+	}
+	bad := dialRaw(t, b.addr, codec.Version5)
+	bad.mustConnect("bad", nil)
+	ack := bad.subscribeWith(1, withUser("saguin-filter", "topic_hash(2, 5)"),
+		codec.Subscription{Filter: []byte("state/#"), QoS: 1}, codec.Subscription{Filter: []byte("other/#"), QoS: 1})
+	if len(ack.ReasonCodes) != 2 || ack.ReasonCodes[0] != codec.ImplementationSpecificError || ack.ReasonCodes[1] != codec.ImplementationSpecificError {
+		t.Fatalf("SUBACK %v for an index past the count, want 0x83 on every filter", ack.ReasonCodes)
+	}
 }

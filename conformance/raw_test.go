@@ -21,6 +21,9 @@ type raw struct {
 	nc      net.Conn
 	version byte
 	buf     []byte
+	// early are point-read replies that arrived before their PUBACK
+	// (latest_test.go's pointRead).
+	early []*codec.Publish
 }
 
 func dialRaw(t testing.TB, addr string, version byte) *raw {
