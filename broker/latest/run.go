@@ -79,7 +79,22 @@ func (r *reader) run(era uint64) {
 			r.mu.Unlock()
 			continue
 		}
-		switch r.sendLocked(out, it, p, now) {
+		// The acl_file is asked with no lock of ours held: Host.Allows takes
+		// the session's shard lock, and a broker call holding that lock
+		// takes reader.mu (LOCKS.md). The value is looked at again after.
+		key, off, t := it.key, it.v.Offset, it.v.Topic
+		r.mu.Unlock()
+		allowed := e.host.Allows(r.id, t, acl.Read)
+		r.mu.Lock()
+		if r.era != era {
+			r.mu.Unlock()
+			return
+		}
+		if it, p = r.nextLocked(now); it == nil || it.key != key || it.v.Offset != off {
+			r.mu.Unlock() // superseded or taken meanwhile: choose again
+			continue
+		}
+		switch r.sendLocked(out, it, p, now, allowed) {
 		case sent:
 			r.mu.Unlock()
 		case full:
@@ -216,7 +231,7 @@ func (r *reader) missLocked(it *item, why string) {
 }
 
 // sendLocked writes one value to the connection, if it has room. r.mu held.
-func (r *reader) sendLocked(out Builder, it *item, p *pass, now time.Time) outcome {
+func (r *reader) sendLocked(out Builder, it *item, p *pass, now time.Time, allowed bool) outcome {
 	e, c := r.e, r.c
 	var qos uint8
 	var rap, label bool
@@ -233,7 +248,7 @@ func (r *reader) sendLocked(out Builder, it *item, p *pass, now time.Time) outco
 			return sent
 		}
 	}
-	if !e.host.Allows(r.id, it.v.Topic, acl.Read) {
+	if !allowed {
 		// Not a delivery (invariant 16): held below the mark, so a resume
 		// sends it again once the grant is back (B5.4), and logged.
 		r.missLocked(it, "the acl_file grants this client no read on the topic")
