@@ -53,7 +53,7 @@ func (b *Broker) pointRead(c delivery.Client, p *codec.Publish) (codec.ReasonCod
 		return b.refusePublish(id, p, codec.TopicNameInvalid, "the key: "+why)
 	}
 	eng := b.routes.target(p.Payload)
-	if eng == nil {
+	if eng.Kind() == delivery.KindBroadcast {
 		return b.refusePublish(id, p, codec.TopicNameInvalid, "the key names no latest channel: a topic no channel claims is broadcast and holds no value")
 	}
 	reader, ok := eng.(engine.PointReader)

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"log/slog"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -478,5 +479,19 @@ func TestWhetherAPublishToAChannelWaitsOnDiskIsItsEngines(t *testing.T) {
 		if b.Waits(c, delivery.CallPublish, &codec.Publish{QoS: qos, Topic: []byte("fleet/1")}, delivery.Ref{}) {
 			t.Fatalf("QoS %d broadcast on memory stores leaves the loop", qos)
 		}
+	}
+}
+
+func TestAPointReadOfATopicNoChannelClaimsIsRefusedAsBroadcast(t *testing.T) {
+	ch := newChannel(t, openMemory(t), "orders", "orders/#")
+	b := channelBroker(t, newStores(t, 0), ch)
+	c := &ackClient{id: "asker"}
+	connectAs(t, b, c, true, 0, nil)
+	p := &codec.Publish{QoS: 1, PacketID: 1, Topic: []byte(PointReadTopic), Payload: []byte("fleet/1")}
+	p.Properties.ResponseTopic = []byte("reply/me")
+	p.Properties.Present.Set(codec.PropResponseTopic)
+	code, why := b.Publish(c, p)
+	if code != codec.TopicNameInvalid || !strings.Contains(why, "names no latest channel") {
+		t.Fatalf("a point read of a broadcast topic answered 0x%02x %q, want 0x90 naming no latest channel", byte(code), why)
 	}
 }
