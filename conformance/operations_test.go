@@ -644,3 +644,56 @@ func TestOperationsSIGUSR1RereadsCredentialsAllOrNothing(t *testing.T) {
 		t.Fatalf("alice after a failed re-read: %d, want the credentials held before", resp.StatusCode)
 	}
 }
+
+// TestOperationsScrapeCarriesTheChannelFamiliesWhereTheirNumbersExist runs
+// an append and a latest channel: each has its channel_info and records,
+// the offsets and bytes only on append, the lowest position only while a
+// consumer holds one, the superseded count only on latest.
+func TestOperationsScrapeCarriesTheChannelFamiliesWhereTheirNumbersExist(t *testing.T) {
+	dir := t.TempDir()
+	yaml := saguinYAML(memoryStorage, "operations:\n  listen:\n    tcp:\n      address: 127.0.0.1:0") +
+		"channels:\n  events:\n    type: append\n    filter: iot/+/events/+\n  state:\n    type: latest\n    filter: iot/+/state/+\n"
+	b := startSaguin(t, dir, yaml)
+	ob := &opsBroker{brokerProc: b}
+	if m := opsOpenRE.FindStringSubmatch(b.log.wait(opsOpenRE, 5*time.Second)); m != nil {
+		ob.ops = m[3]
+	}
+	c := dialRaw(t, b.addr, 5)
+	c.mustConnect("publisher", nil)
+	for i, topic := range []string{"iot/d1/events/a", "iot/d1/events/b", "iot/d1/state/a"} {
+		c.publishQoS1(topic, []byte("v"), uint16(i+1))
+	}
+	_, body := ob.get(t, "GET", "/metrics")
+	fams := parseScrape(t, body)
+	want := []struct {
+		name   string
+		labels []string
+		value  float64
+	}{
+		{"saguin_channel_info", []string{"channel", "events", "type", "append", "filter", "iot/+/events/+", "provider", "mem"}, 1},
+		{"saguin_channel_info", []string{"channel", "state", "type", "latest", "filter", "iot/+/state/+", "provider", "mem"}, 1},
+		{"saguin_channel_records", []string{"channel", "events"}, 2},
+		{"saguin_channel_records", []string{"channel", "state"}, 1},
+		{"saguin_channel_consumers", []string{"channel", "events"}, 0},
+		{"saguin_published_total", []string{"channel", "events"}, 2},
+		{"saguin_published_total", []string{"channel", "state"}, 1},
+		{"saguin_latest_superseded_total", []string{"channel", "state"}, 0},
+		{"saguin_channel_retention_removed_total", []string{"channel", "state"}, 0},
+	}
+	for _, w := range want {
+		if v, ok := value(fams[w.name], w.labels...); !ok || v != w.value {
+			t.Errorf("%s%v = %v (present %v), want %v", w.name, w.labels, v, ok, w.value)
+		}
+	}
+	for _, absent := range []struct{ name, channel string }{
+		{"saguin_channel_next_offset", "state"}, {"saguin_channel_bytes", "state"}, {"saguin_channel_floor_offset", "state"},
+		{"saguin_channel_consumer_position_min", "events"}, {"saguin_latest_superseded_total", "events"},
+	} {
+		if _, ok := value(fams[absent.name], "channel", absent.channel); ok {
+			t.Errorf("%s{channel=%s} has a series; the RFC has none there", absent.name, absent.channel)
+		}
+	}
+	if _, ok := value(fams["saguin_channel_next_offset"], "channel", "events"); !ok {
+		t.Error("saguin_channel_next_offset{channel=events} is missing")
+	}
+}

@@ -14,6 +14,7 @@ import (
 	"github.com/saguin-edge/saguin/broker"
 	"github.com/saguin-edge/saguin/netloop"
 	"github.com/saguin-edge/saguin/netloop/delivery"
+	"github.com/saguin-edge/saguin/store"
 	"github.com/saguin-edge/saguin/store/sqlite"
 )
 
@@ -75,6 +76,20 @@ type Provider struct {
 	CommitMaxRecords int
 }
 
+// Channel is one served channel, for the channel families: its names and
+// the numbers its store and engine keep (RFC 0005 "Channels"). Counts is the
+// store's next, floor, bytes and held count; Lowest its lowest stored
+// position and how many readers hold one (append only).
+type Channel struct {
+	Name, Type, Filter, Provider string
+	Counts                       store.Counters
+	Lowest                       func() (uint64, int) // nil on latest
+	Published                    func() uint64
+	PositionLost                 func() uint64 // nil: none can be lost (latest)
+	RetentionRemoved             func() uint64
+	Superseded                   func() uint64 // latest only
+}
+
 // Source is where a scrape reads its numbers.
 type Source struct {
 	BrokerID  string
@@ -83,6 +98,8 @@ type Source struct {
 	Broker    *broker.Broker
 	Net       *netloop.Server
 	Providers []Provider
+	// Channels are the channels served, in name order.
+	Channels []Channel
 	// QoS2MaxInflight and MaxSessionExpiry are configured values the
 	// catalogue publishes beside what they bound.
 	QoS2MaxInflight  int
@@ -151,6 +168,9 @@ func (src *Source) collect(now time.Time) *snapshot {
 	s.add("saguin_deliveries_sent_total", nc.DeliveriesSent.Load())
 	s.add("saguin_deliveries_refused_total", 0)
 
+	for _, ch := range src.Channels {
+		s.add("saguin_published_total", ch.Published(), ch.Name)
+	}
 	s.add("saguin_published_total", bc.BroadcastPublished.Load(), "broadcast")
 	reasons := func(name string, rc *delivery.ReasonCounts) {
 		rc.Each(func(r delivery.Reason, n uint64) { s.add(name, n, r.String()) })
@@ -175,6 +195,7 @@ func (src *Source) collect(now time.Time) *snapshot {
 	s.add("saguin_session_deliveries_dropped_total", 0, "packet_ids_exhausted")
 	s.add("saguin_session_deliveries_dropped_total", nc.DeliveriesTooLarge.Load(), "too_large")
 
+	src.collectChannels(s)
 	for _, p := range src.Providers {
 		s.add("saguin_provider_info", 1, p.Name, p.Type)
 	}
@@ -239,6 +260,44 @@ func (src *Source) collect(now time.Time) *snapshot {
 		}
 	}
 	return s
+}
+
+// collectChannels copies the channel families: each number is a field the
+// store or engine keeps, and the lowest position is computed every time
+// (never cached: a cached minimum would not rise as consumers catch up).
+// A series exists only where the number does: offsets and bytes on append,
+// records on both, the lowest position while somebody holds one, the
+// superseded count on latest (RFC 0005 "Channels").
+func (src *Source) collectChannels(s *snapshot) {
+	for _, ch := range src.Channels {
+		s.add("saguin_channel_info", 1, ch.Name, ch.Filter, ch.Type, ch.Provider)
+		c := ch.Counts
+		if ch.Type == "append" {
+			next, floor := c.Next(), c.Floor()
+			s.add("saguin_channel_records", next-min(floor, next), ch.Name)
+			s.addInt("saguin_channel_bytes", c.Bytes(), ch.Name)
+			s.add("saguin_channel_next_offset", next, ch.Name)
+			s.add("saguin_channel_floor_offset", floor, ch.Name)
+		} else {
+			s.add("saguin_channel_records", uint64(max(c.Len(), 0)), ch.Name)
+		}
+		s.add("saguin_channel_retention_removed_total", ch.RetentionRemoved(), ch.Name)
+		if ch.Lowest != nil {
+			lowest, readers := ch.Lowest()
+			if readers > 0 {
+				s.add("saguin_channel_consumer_position_min", lowest, ch.Name)
+			}
+			s.add("saguin_channel_consumers", uint64(readers), ch.Name)
+		}
+		var lost uint64
+		if ch.PositionLost != nil {
+			lost = ch.PositionLost()
+		}
+		s.add("saguin_channel_position_lost_total", lost, ch.Name)
+		if ch.Superseded != nil {
+			s.add("saguin_latest_superseded_total", ch.Superseded(), ch.Name)
+		}
+	}
 }
 
 // write formats a snapshot in the Prometheus text exposition format, the

@@ -8,6 +8,7 @@ import (
 	"github.com/saguin-edge/saguin/broker/channel"
 	"github.com/saguin-edge/saguin/codec/topic"
 	"github.com/saguin-edge/saguin/config"
+	"github.com/saguin-edge/saguin/ops"
 )
 
 func init() {
@@ -35,6 +36,13 @@ func plugChannels(cfg *config.Config, st *storage, b *broker.Broker) error {
 		if err := b.Plug(e); err != nil {
 			return fmt.Errorf("channel %s: %w", ch.Name, err)
 		}
+		st.channels = append(st.channels, ops.Channel{
+			Name: ch.Name, Type: ch.Type, Filter: ch.Filter, Provider: ch.Storage,
+			Counts: al.log, Lowest: al.log.LowestPosition,
+			Published:        func() uint64 { return uint64(max(e.Counters.Published.Load(), 0)) },
+			PositionLost:     func() uint64 { return uint64(max(e.Counters.PositionLost.Load(), 0)) },
+			RetentionRemoved: st.retention[ch.Name].Load,
+		})
 	}
 	return nil
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/saguin-edge/saguin/codec/topic"
 	"github.com/saguin-edge/saguin/config"
 	"github.com/saguin-edge/saguin/netloop/delivery"
+	"github.com/saguin-edge/saguin/ops"
 	"github.com/saguin-edge/saguin/store"
 )
 
@@ -68,6 +69,11 @@ func plugLatest(cfg *config.Config, st *storage, b *broker.Broker, log *slog.Log
 		if err := b.Plug(e); err != nil {
 			return fmt.Errorf("channel %s: %w", ch.Name, err)
 		}
+		st.channels = append(st.channels, ops.Channel{
+			Name: ch.Name, Type: ch.Type, Filter: ch.Filter, Provider: ls.provider,
+			Counts: ls.st, Published: e.Counters().Published.Load, Superseded: e.Counters().Superseded.Load,
+			RetentionRemoved: st.retention[ch.Name].Load,
+		})
 	}
 	if st.retained == nil {
 		return nil

@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 
 	"github.com/saguin-edge/saguin/broker/clock"
 	"github.com/saguin-edge/saguin/config"
@@ -30,6 +32,8 @@ func startOperations(env *serviceEnv) (*running, error) {
 		QoS2MaxInflight:  cfg.Broker.QoS2.MaxInflightPerClient,
 		MaxSessionExpiry: cfg.Broker.Limits.MaxSessionExpiry,
 	}
+	src.Channels = slices.Clone(env.storage.channels)
+	slices.SortFunc(src.Channels, func(a, b ops.Channel) int { return strings.Compare(a.Name, b.Name) })
 	for _, p := range env.storage.providers {
 		pc := providerConfig(cfg, p.Name())
 		op := ops.Provider{Name: p.Name(), Type: p.Type(), MaxBytes: p.MaxBytes(), Bytes: p.Bytes,

@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 
 	"github.com/saguin-edge/saguin/config"
+	"github.com/saguin-edge/saguin/ops"
 	"github.com/saguin-edge/saguin/store"
 	"github.com/saguin-edge/saguin/store/memory"
 	"github.com/saguin-edge/saguin/store/sqlite"
@@ -40,7 +41,12 @@ type storage struct {
 	// StorageError hook); sessionsProvider and retainedProvider name the
 	// providers whose stores the broker's own failures are put on
 	// (saguin_storage_errors_total{provider}).
-	errors                             map[string]*atomic.Uint64
+	errors map[string]*atomic.Uint64
+	// retention counts what retention removed, per channel; channels are
+	// the served channels' numbers for the operations listener, added as
+	// each engine is plugged.
+	retention                          map[string]*atomic.Uint64
+	channels                           []ops.Channel
 	sessionsProvider, retainedProvider string
 	cancel                             context.CancelFunc
 	sweeps                             sync.WaitGroup
@@ -58,7 +64,23 @@ type appendLog struct {
 // cleanup closes its own copy of the storage: a `return nil, err` has already
 // set the named result to nil by the time a deferred function runs.
 func openStorage(cfg *config.Config, hooks store.Hooks, log *slog.Logger) (_ *storage, err error) {
-	st := &storage{errors: map[string]*atomic.Uint64{}}
+	st := &storage{errors: map[string]*atomic.Uint64{}, retention: map[string]*atomic.Uint64{}}
+	// Retention's removals, per channel (saguin_channel_retention_removed_total):
+	// the map is filled here and only read after, so the hook needs no lock.
+	for _, list := range [][]config.Channel{cfg.Channels, cfg.DeadLetters} {
+		for _, ch := range list {
+			st.retention[ch.Name] = new(atomic.Uint64)
+		}
+	}
+	removed := hooks.RetentionRemoved
+	hooks.RetentionRemoved = func(channel string, n int) {
+		if c := st.retention[channel]; c != nil && n > 0 {
+			c.Add(uint64(n))
+		}
+		if removed != nil {
+			removed(channel, n)
+		}
+	}
 	defer func() {
 		if err != nil {
 			st.close()
