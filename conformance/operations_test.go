@@ -3,6 +3,7 @@ package conformance
 import (
 	"compress/gzip"
 	"context"
+	"crypto/tls"
 	"fmt"
 	"io"
 	"net"
@@ -22,6 +23,8 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
+
+	"github.com/saguin-edge/saguin/netloop/certs/certstest"
 )
 
 // opsBroker is a broker with an operations listener, and how to reach it.
@@ -695,5 +698,61 @@ func TestOperationsScrapeCarriesTheChannelFamiliesWhereTheirNumbersExist(t *test
 	}
 	if _, ok := value(fams["saguin_channel_next_offset"], "channel", "events"); !ok {
 		t.Error("saguin_channel_next_offset{channel=events} is missing")
+	}
+}
+
+// TestOperationsTLSDoorNamesTheCallerByItsCertificate serves a tcp door with
+// TLS and a required client certificate: a certificate named in the
+// password file reaches what its entry says, a named stranger and a
+// certificate carrying no name reach /metrics alone, and a caller with no
+// certificate does not complete the handshake.
+func TestOperationsTLSDoorNamesTheCallerByItsCertificate(t *testing.T) {
+	dir := t.TempDir()
+	ca := certstest.NewCA(t, "operators")
+	certFile, keyFile := ca.Server(t).Write(t, dir, "server")
+	caFile := ca.Write(t, dir, "operators-ca")
+	pw := filepath.Join(dir, "operations.passwd")
+	passwordFile(t, pw, [3]string{"oncall", "never-checked-for-a-certificate", "/v1/operations"})
+	ob := startOps(t, dir, fmt.Sprintf("listen:\n  tcp:\n    address: 127.0.0.1:0\n    tls:\n      cert_file: %s\n      key_file: %s\n      client_ca_file: %s\npassword_file: %s",
+		certFile, keyFile, caFile, pw), brokerConfig{})
+	client := func(leaf *certstest.Leaf) *http.Client {
+		conf := &tls.Config{RootCAs: ca.Pool()}
+		if leaf != nil {
+			conf.Certificates = []tls.Certificate{leaf.TLS}
+		}
+		return &http.Client{Transport: &http.Transport{TLSClientConfig: conf}}
+	}
+	get := func(c *http.Client, path string) int {
+		req, _ := http.NewRequest("GET", "https://"+ob.ops+path, nil)
+		resp, _ := do(t, c, req)
+		return resp.StatusCode
+	}
+	oncall := client(ca.Issue(t, certstest.Spec{CN: "oncall", Client: true}))
+	stranger := client(ca.Issue(t, certstest.Spec{CN: "stranger", Client: true}))
+	nameless := client(ca.Issue(t, certstest.Spec{Client: true}))
+	byDNS := client(ca.Issue(t, certstest.Spec{DNSNames: []string{"oncall"}, Client: true}))
+	cases := []struct {
+		who    string
+		c      *http.Client
+		path   string
+		status int
+	}{
+		{"oncall", oncall, "/v1/operations/sessions", 200},
+		{"oncall", oncall, "/metrics", 403},
+		{"oncall by DNS name", byDNS, "/v1/operations/sessions", 200},
+		{"stranger", stranger, "/metrics", 200},
+		{"stranger", stranger, "/v1/operations/sessions", 403},
+		{"nameless", nameless, "/metrics", 200},
+		{"nameless", nameless, "/v1/operations/config", 403},
+	}
+	for _, c := range cases {
+		if got := get(c.c, c.path); got != c.status {
+			t.Errorf("%s %s: %d, want %d", c.who, c.path, got, c.status)
+		}
+	}
+	req, _ := http.NewRequest("GET", "https://"+ob.ops+"/health", nil)
+	if resp, err := client(nil).Do(req); err == nil {
+		resp.Body.Close()
+		t.Fatalf("a caller with no certificate was answered %d; the handshake should have failed", resp.StatusCode)
 	}
 }
