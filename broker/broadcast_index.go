@@ -1,6 +1,7 @@
 package broker
 
 import (
+	channelrules "github.com/saguin-edge/saguin/broker/channel"
 	"sync"
 )
 
@@ -14,6 +15,10 @@ type subscription struct {
 	// logOffset is the broadcast log's next offset when the filter was
 	// granted: a later subscription does not reach back into the log.
 	logOffset uint64
+	// part is the SUBSCRIBE's declared slice (saguin-filter), nil for
+	// none: a message outside it is not delivered to this subscription,
+	// live or from the retained store (RFC 0003 "Where it applies").
+	part *channelrules.Partition
 }
 
 // index is the subscription index: a tree of filter levels whose nodes hold

@@ -55,7 +55,7 @@ func (b *Broker) retainHeld(host engine.Host, publisher string, p *codec.Publish
 // (RFC 0003 "Retained messages").
 func (b *Broker) sendRetained(c delivery.Client, s *session, filter string, sub subscription) {
 	var hits []store.Record
-	match := func(t string) bool { return topic.Match(filter, t) }
+	match := func(t string) bool { return topic.Match(filter, t) && (sub.part == nil || sub.part.Accepts(t)) }
 	if err := b.retained.Range(match, func(r store.Record) bool {
 		hits = append(hits, r)
 		return true

@@ -18,6 +18,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"github.com/saguin-edge/saguin/broker/acl"
 	channelrules "github.com/saguin-edge/saguin/broker/channel"
@@ -777,6 +778,9 @@ func (b *Broker) routeLogged(publisher string, p *codec.Publish, offset uint64, 
 		if sub.noLocal && s.id == publisher {
 			return
 		}
+		if sub.part != nil && !sub.part.Accepts(unsafe.String(unsafe.SliceData(p.Topic), len(p.Topic))) {
+			return // outside the subscriber's declared slice (saguin-filter)
+		}
 		ms.add(s, sub)
 	})
 	b.counters.BroadcastPublished.Add(1)
@@ -882,10 +886,17 @@ func (b *Broker) Subscribe(c delivery.Client, f []byte, o delivery.SubscribeOpti
 	if !shared {
 		code, why = b.checkFilter(filter)
 	}
+	var d channelrules.Declaration
 	if code == codec.Success && len(o.User) > 0 {
 		// saguin-filter and saguin-deletions are the packet's: a malformed
 		// declaration refuses every filter of it (checklist A11.9).
-		_, code, why = channelrules.ReadSubscribe(o.User)
+		d, code, why = channelrules.ReadSubscribe(o.User)
+		if code == codec.Success && d.Partition.Declared() && (shared || strings.HasPrefix(filter, topic.QueuePrefix)) {
+			// Judged by the filter's prefix alone, for this filter only
+			// (RFC 0003 "Where it applies"): a group or a queue already
+			// divides what it is given.
+			code, why = codec.ImplementationSpecificError, "saguin-filter is refused on a shared subscription and on a queue's form, which already divide what they are given"
+		}
 	}
 	if code != codec.Success {
 		return code, why
@@ -927,6 +938,9 @@ func (b *Broker) Subscribe(c delivery.Client, f []byte, o delivery.SubscribeOpti
 	}
 	sub := subscription{qos: min(o.QoS, 2), noLocal: o.NoLocal, retainAsPublished: o.RetainAsPublished,
 		retainHandling: o.RetainHandling, id: o.SubscriptionID, logOffset: b.sessions.Log().Next()}
+	if d.Partition.Declared() {
+		sub.part = &d.Partition
+	}
 	var groupCursor uint64
 	if shared && s.expiry > 0 && !b.groupHasCursor(filter) {
 		// The group's first member whose session outlives its connection

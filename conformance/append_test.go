@@ -637,3 +637,52 @@ func TestSeekWithMosquittoPubResponseTopic(t *testing.T) {
 		t.Fatalf("the PUBACK came before the reply:\n%s", s)
 	}
 }
+
+// A11.1, A11.5, A11.6, A11.14-15: a saguin-filter declaration on a SUBSCRIBE
+// delivers, on every filter of the packet, only the topics whose
+// topic_hash mod partitions is a declared index - on an append channel and
+// on broadcast alike - with the spec's own test vectors as the topics; a
+// malformed one refuses every filter 0x83, one on $share/ refuses that
+// filter alone.
+func TestSaguinFilterPartitionsAppendAndBroadcast(t *testing.T) {
+	y := saguinYAML(memoryStorage, "") + "\nchannels:\n  events:\n    type: append\n    filter: iot/#\n"
+	b := startSaguin(t, t.TempDir(), y)
+	sub := dialRaw(t, b.addr, codec.Version5)
+	sub.mustConnect("slice", nil)
+	declare := func(v ...string) func(*codec.Properties) {
+		return func(p *codec.Properties) {
+			for _, x := range v {
+				p.AddUser([]byte("saguin-filter"), []byte(x))
+			}
+			p.Present.Set(codec.PropUserProperty)
+		}
+	}
+	ack := sub.subscribeWith(1, declare("topic_hash(3, 1)"),
+		codec.Subscription{Filter: []byte("iot/#"), QoS: 1},
+		codec.Subscription{Filter: []byte("orders/#"), QoS: 1},
+		codec.Subscription{Filter: []byte("a"), QoS: 1},
+		codec.Subscription{Filter: []byte("$share/g/x/#"), QoS: 1})
+	if got := ack.ReasonCodes; len(got) != 4 || got[0] != 1 || got[1] != 1 || got[2] != 1 || got[3] != codec.ImplementationSpecificError {
+		t.Fatalf("SUBACK %v, want 1,1,1 and 0x83 for the shared filter", got)
+	}
+	pub := dialRaw(t, b.addr, codec.Version5)
+	pub.mustConnect("pub", nil)
+	for i, tp := range []string{"iot/depot/events/dev-1", "iot/water/w-7/inspect", "orders/resize/thumbnails/42", "a"} {
+		pub.publishQoS1(tp, []byte(tp), uint16(i+1))
+	}
+	pub.publishQoS1("a", []byte("end"), 9)
+	var got []string
+	for _, p := range sub.readUntil("end") {
+		got = append(got, string(p.Topic))
+	}
+	if strings.Join(got, ",") != "iot/depot/events/dev-1,a" {
+		t.Fatalf("delivered %v, want the two topics of slice 1 of 3 (mod 3 = 1)", got)
+	}
+	bad := dialRaw(t, b.addr, codec.Version5)
+	bad.mustConnect("bad", nil)
+	ack = bad.subscribeWith(1, declare("topic_hash(4, 0)", "topic_hash(6, 1)"),
+		codec.Subscription{Filter: []byte("iot/#"), QoS: 1}, codec.Subscription{Filter: []byte("a"), QoS: 1})
+	if got := ack.ReasonCodes; len(got) != 2 || got[0] != codec.ImplementationSpecificError || got[1] != codec.ImplementationSpecificError {
+		t.Fatalf("differing counts: SUBACK %v, want 0x83 on every filter", got)
+	}
+}

@@ -216,7 +216,12 @@ func (e *Engine) Subscribe(s engine.Session, f engine.Filter) (codec.ReasonCode,
 	}
 	c.mu.Lock()
 	c.kept = s.Kept()
-	c.subs[f.Filter] = sub{opts: f.Options, multi: e.o.Reaches != nil && e.o.Reaches(f.Inner) > 1}
+	// The declaration is the packet's, already judged by the broker; the
+	// properties alias a read buffer, the parsed slice does not.
+	d, _, _ := channel.ReadSubscribe(f.Properties)
+	opts := f.Options
+	opts.User = nil
+	c.subs[f.Filter] = sub{opts: opts, multi: e.o.Reaches != nil && e.o.Reaches(f.Inner) > 1, part: d.Partition}
 	if !c.started {
 		c.started = true
 		c.start(e, f.Options.RetainHandling, s.Restoring())
@@ -482,6 +487,9 @@ func (e *Engine) flush() error {
 type sub struct {
 	opts  delivery.SubscribeOptions
 	multi bool // the filter reaches more than one channel: label saguin-channel
+	// part is the SUBSCRIBE's saguin-filter slice; a record outside it is
+	// stepped over like one the filter does not match (A11.18).
+	part channel.Partition
 }
 
 // match is how record r is delivered to c: at the highest QoS of the
@@ -495,6 +503,9 @@ func (c *consumer) match(r *store.Record, ids []uint32) (qos byte, rap, multi bo
 			continue
 		}
 		if s.opts.NoLocal && r.ClientID == c.id {
+			continue
+		}
+		if !s.part.Accepts(r.Topic) {
 			continue
 		}
 		ok = true

@@ -47,14 +47,16 @@ func (e *Engine) joinGroup(s engine.Session, f engine.Filter) {
 		cl = c.client
 		c.mu.Unlock()
 	}
+	opts := f.Options
+	opts.User = nil // aliases the SUBSCRIBE's read buffer
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	i, found := slices.BinarySearchFunc(g.members, s.ClientID(), func(m member, id string) int { return strings.Compare(m.id, id) })
 	if found {
-		g.members[i].opts = f.Options
+		g.members[i].opts = opts
 		return
 	}
-	g.members = slices.Insert(g.members, i, member{id: s.ClientID(), opts: f.Options, client: cl})
+	g.members = slices.Insert(g.members, i, member{id: s.ClientID(), opts: opts, client: cl})
 }
 
 func (g *group) attach(id string, cl delivery.Client) {
