@@ -14,7 +14,9 @@ const seekPrefix = "$saguin/consumer/"
 // seeker is a channel engine a consumer may move its position on: an append
 // channel (broker/appendch), a queue's dead-letter channel included.
 type seeker interface {
-	Seek(clientID string, payload []byte) records.SeekAnswer
+	// Seek moves the position and calls answer with the outcome before
+	// any record from the new position is sent.
+	Seek(clientID string, payload []byte, answer func(records.SeekAnswer))
 }
 
 // kindOf names the kind of the channel plugged under name (KindNone for none).
@@ -55,13 +57,16 @@ func (b *Broker) seek(c delivery.Client, p *codec.Publish) (codec.ReasonCode, st
 	durable := s.ownedBy(c) && s.Kept()
 	sh.mu.Unlock()
 	var a records.SeekAnswer
-	if durable {
-		a = e.Seek(id, p.Payload)
-	} else {
-		a = records.SeekAnswer{Word: records.WordNoSession}
+	reply := func(x records.SeekAnswer) {
+		a = x
+		// Labelled: saguin-floor and saguin-next are the broker's own.
+		c.Deliver(delivery.NewLabelledMessage(a.Reply(p, req.Channel), b.now), delivery.Delivery{})
 	}
-	// Labelled: saguin-floor and saguin-next are the broker's own.
-	c.Deliver(delivery.NewLabelledMessage(a.Reply(p, req.Channel), b.now), delivery.Delivery{})
+	if durable {
+		e.Seek(id, p.Payload, reply)
+	} else {
+		reply(records.SeekAnswer{Word: records.WordNoSession})
+	}
 	code, why = a.Code()
 	if code != codec.Success {
 		b.log.Warn("seek refused", "client_id", id, "channel", req.Channel, "reply", a.Word)

@@ -145,9 +145,10 @@ func (c *Conn) publishAnswered(sc *scratch, qos byte, packetID uint16, topic []b
 	if qos == 0 {
 		return
 	}
-	if bytes.HasPrefix(topic, []byte("$saguin/")) {
-		// A reply the handler wrote to this connection (a seek's) goes
-		// on the wire before the answer to the request (RFC 0003).
+	if bytes.HasPrefix(topic, []byte("$saguin/consumer/")) {
+		// A seek's reply, which the handler wrote to this connection,
+		// goes on the wire before the PUBACK (RFC 0003 "Stock-client
+		// notes").
 		c.flush()
 	}
 	v := c.Version()

@@ -521,17 +521,20 @@ func (c *consumer) match(r *store.Record, ids []uint32) (qos byte, rap, multi bo
 }
 
 // Seek moves clientID's position on this channel to what payload names
-// (RFC 0003 "Moving a consumer's position: seek"), answering the stored
-// offset or a refusal word. The caller has checked that the client owns a
-// durable session. Everything outstanding on the channel is discarded under
-// a new era, so no acknowledgement from before the seek moves the new
-// position; the position is stored before the answer (the client awaits
-// it). A consumer not yet reading the channel starts there when it does.
-func (e *Engine) Seek(clientID string, payload []byte) channel.SeekAnswer {
+// (RFC 0003 "Moving a consumer's position: seek") and hands answer the
+// outcome: the stored offset or a refusal word. The caller has checked that
+// the client owns a durable session. Everything outstanding on the channel
+// is discarded under a new era, so no acknowledgement from before the seek
+// moves the new position; the position is stored before answer is called
+// (the client awaits it), and no record from the new position is sent
+// before answer has written the reply. A consumer not yet reading the
+// channel starts there when it does.
+func (e *Engine) Seek(clientID string, payload []byte, answer func(channel.SeekAnswer)) {
 	now := e.clk.Now()
 	s, err := channel.ParseSeek(payload, now)
 	if err != nil {
-		return channel.SeekAnswer{Word: channel.WordMalformed}
+		answer(channel.SeekAnswer{Word: channel.WordMalformed})
+		return
 	}
 	b := channel.Bounds{Floor: e.store.Floor(), Next: e.store.Next(), Now: now, FirstAtOrAfter: e.store.FirstAtOrAfter}
 	off, word, err := channel.Resolve(s, b)
@@ -540,7 +543,8 @@ func (e *Engine) Seek(clientID string, payload []byte) channel.SeekAnswer {
 		e.log.Error("a seek could not read the channel's times", "client_id", clientID, "error", err)
 	}
 	if word != "" {
-		return channel.SeekAnswer{Word: word, Floor: b.Floor, Next: b.Next}
+		answer(channel.SeekAnswer{Word: word, Floor: b.Floor, Next: b.Next})
+		return
 	}
 	e.mu.Lock()
 	c := e.consumers[clientID]
@@ -551,19 +555,25 @@ func (e *Engine) Seek(clientID string, payload []byte) channel.SeekAnswer {
 	c.mu.Lock()
 	c.kept, c.started = true, true
 	c.moveTo(off)
-	c.dirty = false
+	// Held still until the reply is written: nothing is sent from the new
+	// position, and the writer does not store it twice, meanwhile.
+	c.dirty, c.paused = false, true
 	c.mu.Unlock()
 	e.mu.Unlock()
-	if err := e.store.SavePosition(store.Position{Reader: store.ReaderMQTT(clientID), Offset: off,
-		SessionExpiry: time.Duration(math.MaxInt64), SavedAt: now}); err != nil {
+	err = e.store.SavePosition(store.Position{Reader: store.ReaderMQTT(clientID), Offset: off,
+		SessionExpiry: time.Duration(math.MaxInt64), SavedAt: now})
+	a := channel.SeekAnswer{Offset: off}
+	if err != nil {
 		e.Counters.StorageErrors.Add(1)
-		e.log.Error("a seek's position could not be stored", "client_id", clientID, "error", err)
-		c.mu.Lock()
-		c.dirty = true // written again at the next interval
-		c.mu.Unlock()
-		return channel.SeekAnswer{Word: channel.WordStorage}
+		e.log.Error("a seek's position could not be stored; written again at the next interval", "client_id", clientID, "error", err)
+		a = channel.SeekAnswer{Word: channel.WordStorage}
+	} else {
+		e.log.Info("consumer seek", "client_id", clientID, "position", off)
 	}
-	e.log.Info("consumer seek", "client_id", clientID, "position", off)
+	c.mu.Lock()
+	c.dirty = err != nil
+	answer(a)
+	c.paused = false
+	c.mu.Unlock()
 	c.poke()
-	return channel.SeekAnswer{Offset: off}
 }

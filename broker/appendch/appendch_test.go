@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/saguin-edge/saguin/broker/acl"
+	"github.com/saguin-edge/saguin/broker/channel"
 	"github.com/saguin-edge/saguin/broker/clock"
 	"github.com/saguin-edge/saguin/broker/engine"
 	"github.com/saguin-edge/saguin/codec"
@@ -315,7 +316,7 @@ func TestSeekEndsTheEraPreSeekAcksIgnored(t *testing.T) {
 	for i := 0; i < 3; i++ {
 		before = append(before, cl.next(t))
 	}
-	if a := e.Seek("c", []byte("2")); a.Word != "" || a.Offset != 2 {
+	if a := seek(e, "c", "2"); a.Word != "" || a.Offset != 2 {
 		t.Fatalf("seek 2: %+v", a)
 	}
 	for _, x := range before {
@@ -328,10 +329,15 @@ func TestSeekEndsTheEraPreSeekAcksIgnored(t *testing.T) {
 	if x := cl.next(t); string(x.m.Payload) != "2" || x.d.Ref.Attempt == before[0].d.Ref.Attempt {
 		t.Fatalf("after the seek: %q in era %d", x.m.Payload, x.d.Ref.Attempt)
 	}
-	if a := e.Seek("c", []byte("9")); a.Word != "beyond-end" || a.Next != 4 {
+	if a := seek(e, "c", "9"); a.Word != "beyond-end" || a.Next != 4 {
 		t.Fatalf("seek 9: %+v", a)
 	}
-	if a := e.Seek("c", []byte("yesterday")); a.Word != "malformed" {
+	if a := seek(e, "c", "yesterday"); a.Word != "malformed" {
 		t.Fatalf("malformed: %+v", a)
 	}
+}
+
+func seek(e *Engine, id, payload string) (a channel.SeekAnswer) {
+	e.Seek(id, []byte(payload), func(x channel.SeekAnswer) { a = x })
+	return a
 }

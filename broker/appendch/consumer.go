@@ -28,6 +28,7 @@ type consumer struct {
 	mu      sync.Mutex
 	running bool // the delivery goroutine was started
 	stopped bool // quit is closed
+	paused  bool // a seek's reply is not written yet
 	kept    bool
 	subs    map[string]sub
 	client  delivery.Client
@@ -184,7 +185,7 @@ func (e *Engine) serve(c *consumer) {
 func (e *Engine) serveOnce(c *consumer, out *channel.Out, ids *[]uint32, buf *[]store.Record) (more, blocked bool) {
 	c.mu.Lock()
 	cl, from, era := c.client, c.next, c.era
-	idle := cl == nil || len(c.subs) == 0 || c.ended || (e.o.InFlightBytes > 0 && c.inflightBytes >= e.o.InFlightBytes)
+	idle := cl == nil || len(c.subs) == 0 || c.ended || c.paused || (e.o.InFlightBytes > 0 && c.inflightBytes >= e.o.InFlightBytes)
 	c.mu.Unlock()
 	if idle {
 		return false, false
@@ -218,7 +219,7 @@ func (e *Engine) serveOnce(c *consumer, out *channel.Out, ids *[]uint32, buf *[]
 			return false, false
 		}
 		c.mu.Lock()
-		if c.era != era || c.client != cl || c.next != r.Offset || c.ended {
+		if c.era != era || c.client != cl || c.next != r.Offset || c.ended || c.paused {
 			c.mu.Unlock()
 			return true, false // moved meanwhile (a seek, a resume): start again from next
 		}
