@@ -138,6 +138,13 @@ channels:
     type: latest
     filter: bench/latest/#
     retention_period: none
+  # The append channel the append-pub-q1 scenario publishes into; on the
+  # other peers the same topics are plain MQTT. Bounded so a long run's
+  # records do not measure the memory of the run instead of the broker.
+  benchlog:
+    type: append
+    filter: bench/append/#
+    retention_bytes: 256MiB
 `, addr, name, provider)
 }
 

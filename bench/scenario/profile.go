@@ -62,6 +62,9 @@ func Cases(p Profile) []Case {
 	for _, n := range p.PubQ1Conns {
 		cs = append(cs, pubQ1(n))
 	}
+	for _, n := range p.PubQ1Conns {
+		cs = append(cs, appendPubQ1(n))
+	}
 	for _, qos := range []uint8{0, 1} {
 		for _, n := range p.FanoutSubscribers {
 			cs = append(cs, fanout(p, qos, n))

@@ -23,11 +23,24 @@ func pubQ1(conns int) Case {
 			{Key: "rtt_p99_ms", Label: "round trip p99", Unit: "ms", Better: LowerIsBetter},
 		},
 		Connections: conns,
-		run:         func(ctx context.Context, e *Env) (Values, error) { return runPubQ1(ctx, e, conns) },
+		run:         func(ctx context.Context, e *Env) (Values, error) { return runPubQ1(ctx, e, conns, "bench/pubq1/%d") },
 	}
 }
 
-func runPubQ1(ctx context.Context, e *Env, n int) (Values, error) {
+// appendPubQ1 is pub-q1 into an append channel: on Sagüin every PUBACK
+// waits for the record to be stored in the channel benchlog (bench/append/#,
+// peer.saguinConfig); on the other peers the same topics are ordinary MQTT,
+// so the peers' row is their pub-q1.
+func appendPubQ1(conns int) Case {
+	c := pubQ1(conns)
+	c.Name = fmt.Sprintf("append-pub-q1/%d", conns)
+	c.Scenario = "append-pub-q1"
+	c.Measures = fmt.Sprintf("%d connection(s), each publishing %d-byte QoS 1 messages into an append channel (Sagüin; plain topics elsewhere) and waiting for the PUBACK before the next; PUBACKs a second", conns, pubQ1Payload)
+	c.run = func(ctx context.Context, e *Env) (Values, error) { return runPubQ1(ctx, e, conns, "bench/append/%d") }
+	return c
+}
+
+func runPubQ1(ctx context.Context, e *Env, n int, topicFormat string) (Values, error) {
 	var rtt stats.Histogram
 	conns, err := dialMany(ctx, n, e.Profile.ConnectConcurrency, "pubq1", loadgen.Options{Addr: e.Addr, ReadBuffer: 4 << 10, AckLatency: &rtt}, nil)
 	if err != nil {
@@ -40,7 +53,7 @@ func runPubQ1(ctx context.Context, e *Env, n int) (Values, error) {
 	errs := make(chan error, n)
 	for i, c := range conns {
 		c.Start(1)
-		topic := fmt.Appendf(nil, "bench/pubq1/%d", i)
+		topic := fmt.Appendf(nil, topicFormat, i)
 		payload := make([]byte, pubQ1Payload)
 		wg.Go(func() {
 			for {
