@@ -554,3 +554,30 @@ func TestLatestSaguinFilterAppliesToTheStatePassAndChanges(t *testing.T) {
 		t.Fatalf("SUBACK %v for an index past the count, want 0x83 on every filter", ack.ReasonCodes)
 	}
 }
+
+// D9: a latest channel's series on the scrape - its info, values and
+// deletions published, topics held (tombstones included), and values
+// superseded while waiting.
+func TestLatestSeriesOnTheScrape(t *testing.T) {
+	ob := startOps(t, t.TempDir(), opsTCP+"\nmin_scrape_interval: 60s", brokerConfig{Channels: latestChannel})
+	pub := dialRaw(t, ob.addr, codec.Version5)
+	pub.mustConnect("pub", nil)
+	pub.set("state/a", "1", 1)
+	pub.set("state/a", "2", 2)
+	pub.set("state/b", "1", 3)
+	pub.set("state/b", "", 4)
+	_, body := ob.get(t, "GET", "/metrics")
+	fams := parseScrape(t, body)
+	if v, ok := value(fams["saguin_published_total"], "channel", "state"); !ok || v != 4 {
+		t.Errorf("saguin_published_total{channel=state} = %v %v, want 4", v, ok)
+	}
+	if v, ok := value(fams["saguin_channel_records"], "channel", "state"); !ok || v != 2 {
+		t.Errorf("saguin_channel_records{channel=state} = %v %v, want 2 (a value and a tombstone)", v, ok)
+	}
+	if _, ok := value(fams["saguin_latest_superseded_total"], "channel", "state"); !ok {
+		t.Error("saguin_latest_superseded_total{channel=state} is missing")
+	}
+	if v, ok := value(fams["saguin_channel_info"], "channel", "state", "type", "latest", "filter", "state/#"); !ok || v != 1 {
+		t.Errorf("saguin_channel_info{channel=state} = %v %v", v, ok)
+	}
+}
