@@ -676,6 +676,18 @@ func (b *Broker) Publish(c delivery.Client, p *codec.Publish) (codec.ReasonCode,
 	if isSeek(p.Topic) {
 		return b.seek(c, p)
 	}
+	if code, why, ok := b.queueAnswer(c, p); ok {
+		if code != codec.Success {
+			return b.refusePublish(c.ClientID(), p, code, why)
+		}
+		if p.QoS == 2 {
+			// Applied now (a re-sent PUBLISH names a consumed delivery and
+			// is ignored); held where nothing is delivered, to finish the
+			// exchange.
+			return b.hold(c, p, nil)
+		}
+		return code, why
+	}
 	if code, why := b.checkTopic(p.Topic); code != codec.Success {
 		if code == codec.NotAuthorized {
 			return b.logRefusal(c.ClientID(), p, code, why) // $SYS: RFC 0005 counts it nowhere
@@ -691,6 +703,9 @@ func (b *Broker) Publish(c delivery.Client, p *codec.Publish) (codec.ReasonCode,
 		return code, why
 	}
 	eng := b.routes.target(p.Topic) // a channel's, or broadcast
+	if deadLetterTarget(eng) {
+		return b.refusePublish(c.ClientID(), p, codec.NotAuthorized, "the topic is in dead-letter channel "+eng.Name()+", which only its queue's dead-letter move writes")
+	}
 	if p.QoS == 2 {
 		return b.hold(c, p, eng) // routed at its PUBREL (Release), by the engine it held it for
 	}
@@ -874,6 +889,9 @@ func (b *Broker) undeliverableWill(t []byte) string {
 	if code, why := b.checkTopic(t); code != codec.Success {
 		return "the Will topic: " + why
 	}
+	if e := b.routes.target(t); deadLetterTarget(e) {
+		return "the Will topic is in dead-letter channel " + e.Name() + ", which only its queue's dead-letter move writes"
+	}
 	return ""
 }
 
@@ -883,8 +901,11 @@ func (b *Broker) undeliverableWill(t []byte) string {
 func (b *Broker) Subscribe(c delivery.Client, f []byte, o delivery.SubscribeOptions) (codec.ReasonCode, string) {
 	filter := string(f)
 	_, code, why, shared := b.checkShared(c, filter)
+	form := false
 	if !shared {
-		code, why = b.checkFilter(filter)
+		if code, why, form = b.queueForm(c, filter, o); !form {
+			code, why = b.checkFilter(filter)
+		}
 	}
 	var d channelrules.Declaration
 	if code == codec.Success && len(o.User) > 0 {
@@ -918,7 +939,11 @@ func (b *Broker) Subscribe(c delivery.Client, f []byte, o delivery.SubscribeOpti
 			b.log.Warn("disconnected: a $share/ SUBSCRIBE from a client denied share", "client_id", id, "filter", filter)
 			c.Kick(codec.SharedSubscriptionsNotSupported)
 			return codec.SharedSubscriptionsNotSupported, "broker: features denies this client share"
-		case !g.AllowsFilter(sharedInner(filter), acl.Read):
+		case form && !g.AllowsChannel(strings.TrimPrefix(filter, topic.QueuePrefix), acl.Consume):
+			sh.mu.Unlock()
+			b.log.Warn("subscription refused", "client_id", id, "filter", filter, "code", codec.NotAuthorized.String(), "why", "the acl_file grants no consume on the queue")
+			return codec.NotAuthorized, "not authorized: the acl_file grants this client no consume on the queue"
+		case !form && !g.AllowsFilter(sharedInner(filter), acl.Read):
 			sh.mu.Unlock()
 			b.log.Warn("subscription refused", "client_id", id, "filter", filter, "code", codec.NotAuthorized.String(), "why", "the acl_file grants no read on every topic this filter reaches")
 			return codec.NotAuthorized, "not authorized: the acl_file grants this client no read on every topic the filter reaches"
@@ -935,6 +960,9 @@ func (b *Broker) Subscribe(c delivery.Client, f []byte, o delivery.SubscribeOpti
 			b.log.Warn("subscription refused", "client_id", id, "code", codec.QuotaExceeded.String(), "why", "limits.max_subscriptions", "max_subscriptions", b.opts.MaxSubscriptions)
 		}
 		return codec.QuotaExceeded, "past limits.max_subscriptions"
+	}
+	if form {
+		o.QoS = 1 // a queue's offers are sent at QoS 1, granted 0x01 at QoS 2
 	}
 	sub := subscription{qos: min(o.QoS, 2), noLocal: o.NoLocal, retainAsPublished: o.RetainAsPublished,
 		retainHandling: o.RetainHandling, id: o.SubscriptionID, logOffset: b.sessions.Log().Next()}

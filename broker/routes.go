@@ -125,22 +125,30 @@ func (r *routes) target(t []byte) engine.Engine {
 }
 
 // reach calls fn for every channel engine a subscription filter is served
-// from (topic.Table.Reach), once each however many of its filters it is.
-func (r *routes) reach(filter string, fn func(e engine.Engine)) {
+// from (topic.Table.Reach), once each however many of its filters it is;
+// inside is whether the filter lies entirely inside one of them.
+func (r *routes) reach(filter string, fn func(e engine.Engine, inside bool)) {
 	tab := r.table.Load()
 	if tab == nil {
 		return
 	}
-	var seen []engine.Engine
-	tab.Reach(filter, func(_ string, e engine.Engine, _ bool) {
-		for _, x := range seen {
-			if x == e {
+	type reached struct {
+		e      engine.Engine
+		inside bool
+	}
+	var seen []reached
+	tab.Reach(filter, func(_ string, e engine.Engine, inside bool) {
+		for i := range seen {
+			if seen[i].e == e {
+				seen[i].inside = seen[i].inside || inside
 				return
 			}
 		}
-		seen = append(seen, e)
-		fn(e)
+		seen = append(seen, reached{e, inside})
 	})
+	for _, x := range seen {
+		fn(x.e, x.inside)
+	}
 }
 
 // byRef is the engine that made the delivery ref names: the channel engine
@@ -222,8 +230,15 @@ func filterOf(filter string, sub subscription, isNew bool, user []codec.UserProp
 // filter reaches, and answers the first refusal among them (0x00 when none
 // refuses or none is reached). Shard lock held.
 func (b *Broker) subscribeChannels(s engine.Session, f engine.Filter) (codec.ReasonCode, string) {
+	if e := b.queueFormEngine(f.Inner); e != nil {
+		if c, w := e.Subscribe(s, f); c >= 0x80 {
+			return c, w
+		}
+		return codec.Success, ""
+	}
 	code, why := codec.Success, ""
-	b.routes.reach(f.Inner, func(e engine.Engine) {
+	b.routes.reach(f.Inner, func(e engine.Engine, inside bool) {
+		f.Inside = inside
 		if c, w := e.Subscribe(s, f); c >= 0x80 && code == codec.Success {
 			code, why = c, w
 		}
@@ -238,7 +253,11 @@ func (b *Broker) unsubscribeChannels(s *session, filter string) {
 	if _, in, ok, _ := topic.SplitShared(filter); ok {
 		inner = in
 	}
-	b.routes.reach(inner, func(e engine.Engine) { e.Unsubscribe(s, filter) })
+	if e := b.queueFormEngine(inner); e != nil {
+		e.Unsubscribe(s, filter)
+		return
+	}
+	b.routes.reach(inner, func(e engine.Engine, _ bool) { e.Unsubscribe(s, filter) })
 }
 
 // Each of the session's moments, told every engine, broadcast first: they

@@ -177,6 +177,11 @@ type Filter struct {
 	// New is false when the session already held this filter (Retain
 	// Handling 1 sends nothing then).
 	New bool
+	// Inside: every topic Inner matches is this engine's - the filter lies
+	// entirely inside one of its filters and inside no more exact channel's
+	// (topic.Table.Reach; checklist E13). A queue refuses such a plain
+	// filter 0x8F and grants one that merely crosses it.
+	Inside bool
 	// Properties are the SUBSCRIBE's User Properties (saguin-filter,
 	// saguin-deletions), packet-level: the same for every filter of it.
 	Properties []codec.UserProperty

@@ -48,8 +48,17 @@ type storage struct {
 	retention                          map[string]*atomic.Uint64
 	channels                           []ops.Channel
 	sessionsProvider, retainedProvider string
-	cancel                             context.CancelFunc
-	sweeps                             sync.WaitGroup
+	// queues are the queues' stores (each with its dead-letter log), by
+	// channel name.
+	queues map[string]queueStore
+	cancel context.CancelFunc
+	sweeps sync.WaitGroup
+}
+
+// queueStore is one queue's store and whether its provider commits to disk.
+type queueStore struct {
+	q      store.Queue
+	onDisk bool
 }
 
 // appendLog is one append channel's store and whether its provider commits
@@ -162,6 +171,31 @@ func openStorage(cfg *config.Config, hooks store.Hooks, log *slog.Logger) (_ *st
 	// start, so that they sweep it (values and tombstones) from the first pass.
 	if err := st.openLatests(cfg, open); err != nil {
 		return nil, err
+	}
+	// And every queue with its dead-letter channel, on the queue's
+	// provider, whose retention the sweeps apply to the dead letters.
+	for _, ch := range cfg.Channels {
+		if ch.Type != config.TypeQueue {
+			continue
+		}
+		p, err := open(ch.Storage)
+		if err != nil {
+			return nil, fmt.Errorf("channels.%s.storage: %w", ch.Name, err)
+		}
+		qo := store.QueueOptions{MaxBytes: ch.MaxBytes}
+		for _, d := range cfg.DeadLetters {
+			if d.DerivedFrom == ch.Name {
+				qo.DLQ = store.ChannelOptions{RetentionPeriod: d.RetentionPeriod, RetentionBytes: d.RetentionBytes}
+			}
+		}
+		q, err := p.Queue(ch.Name, qo)
+		if err != nil {
+			return nil, fmt.Errorf("channels.%s: opening its queue on %s: %w", ch.Name, p.Name(), err)
+		}
+		if st.queues == nil {
+			st.queues = map[string]queueStore{}
+		}
+		st.queues[ch.Name] = queueStore{q: q, onDisk: p.Type() == config.ProviderSQLite}
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	st.cancel = cancel

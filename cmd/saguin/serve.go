@@ -136,6 +136,10 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 		log.Error("cannot start the broker", "error", err)
 		return 1
 	}
+	if err := plugQueues(cfg, st, b); err != nil {
+		log.Error("cannot open the queues", "error", err)
+		return 1
+	}
 	if err := b.Restore(); err != nil {
 		log.Error("cannot restore sessions", "error", err)
 		return 1

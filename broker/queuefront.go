@@ -1,0 +1,97 @@
+package broker
+
+import (
+	"strings"
+
+	"github.com/saguin-edge/saguin/broker/acl"
+	sagchannel "github.com/saguin-edge/saguin/broker/channel"
+	"github.com/saguin-edge/saguin/broker/engine"
+	"github.com/saguin-edge/saguin/codec"
+	"github.com/saguin-edge/saguin/codec/topic"
+	"github.com/saguin-edge/saguin/netloop/delivery"
+)
+
+// The two places a queue reaches into the reserved $saguin/ space: its
+// subscription form $saguin/queue/<q>, served to the queue's engine, and
+// its Response Topic $saguin/queue/<q>/response, where a worker's ack or
+// return is handed to the engine (RFC 0002 "What each channel type admits"
+// / queue). Classified with broker/channel's front.
+
+// kindOf is the kind of the channel called name, KindNone for none.
+func (b *Broker) kindOf(name string) delivery.Kind {
+	if names := b.routes.byName.Load(); names != nil {
+		if e := (*names)[name]; e != nil {
+			return e.Kind()
+		}
+	}
+	return delivery.KindNone
+}
+
+// channelNamed is the engine of the channel called name, nil for none.
+func (b *Broker) channelNamed(name string) engine.Engine {
+	if names := b.routes.byName.Load(); names != nil {
+		return (*names)[name]
+	}
+	return nil
+}
+
+// queueAnswer hands a publish on a queue's Response Topic to its engine;
+// ok is false for any other topic. The PUBACK is 0x00 whenever the topic
+// names a queue, whatever the answer says (checklist C5.5); 0x90 for a
+// name that is no queue.
+func (b *Broker) queueAnswer(c delivery.Client, p *codec.Publish) (code codec.ReasonCode, why string, ok bool) {
+	if !strings.HasPrefix(string(p.Topic), topic.QueuePrefix) {
+		return 0, "", false
+	}
+	req, code, why := sagchannel.ClassifyPublish(string(p.Topic), b.kindOf)
+	if code != codec.Success {
+		return code, why, true
+	}
+	if req.Verb != sagchannel.VerbResponse {
+		return 0, "", false
+	}
+	if a := b.access.Load(); a != nil && a.ACL != nil {
+		who := b.whoOf(c)
+		if who == nil {
+			return codec.UnspecifiedError, "the session was taken over", true
+		}
+		if !grantsIn(a.ACL, who, c.ClientID()).AllowsChannel(req.Channel, acl.Consume) {
+			return codec.NotAuthorized, "the acl_file grants this client no consume on queue " + req.Channel, true
+		}
+	}
+	e := b.channelNamed(req.Channel)
+	code, why = e.Publish(c.ClientID(), p)
+	return code, why, true
+}
+
+// queueForm judges a plain filter under $saguin/ with the SUBACK table;
+// ok is false for a filter outside $saguin/queue/ (judged as before).
+func (b *Broker) queueForm(c delivery.Client, filter string, o delivery.SubscribeOptions) (code codec.ReasonCode, why string, ok bool) {
+	if !strings.HasPrefix(filter, topic.QueuePrefix) {
+		return 0, "", false
+	}
+	form, _, code, why := sagchannel.ClassifySubscribe(filter, sagchannel.SubscribeAsk{Version: c.Version(), QoS: o.QoS, NoLocal: o.NoLocal}, b.kindOf)
+	if form != sagchannel.FormQueue {
+		return code, why, true
+	}
+	return codec.Success, "", true
+}
+
+// queueFormEngine is the queue engine whose form filter is, nil for none.
+func (b *Broker) queueFormEngine(filter string) engine.Engine {
+	name, ok := strings.CutPrefix(filter, topic.QueuePrefix)
+	if !ok {
+		return nil
+	}
+	if e := b.channelNamed(name); e != nil && e.Kind() == delivery.KindQueue {
+		return e
+	}
+	return nil
+}
+
+// deadLetterTarget: e is a queue's derived dead-letter channel, which only
+// the dead-letter move writes (RFC 0002 "The dead-letter channel"): a
+// publish there is refused 0x87, a Will there 0x90 at CONNECT.
+func deadLetterTarget(e engine.Engine) bool {
+	return e != nil && e.Kind() == delivery.KindAppend && strings.HasSuffix(e.Name(), topic.DeadLetterSuffix)
+}
