@@ -109,17 +109,17 @@ func (s sess) Kept() bool       { return false }
 func (s sess) Restoring() bool  { return false }
 
 type rig struct {
-	t    *testing.T
+	t    testing.TB
 	host *fakeHost
 	q    store.Queue
 	e    *Engine
 }
 
-func newRig(t *testing.T, o Options) *rig {
+func newRig(t testing.TB, o Options) *rig {
 	return newRigBounded(t, o, 0)
 }
 
-func newRigBounded(t *testing.T, o Options, maxBytes int64) *rig {
+func newRigBounded(t testing.TB, o Options, maxBytes int64) *rig {
 	t.Helper()
 	p, err := memory.Open(store.MemoryOptions{Name: "mem"})
 	if err != nil {
@@ -133,7 +133,7 @@ func newRigBounded(t *testing.T, o Options, maxBytes int64) *rig {
 	return startRig(t, q, o)
 }
 
-func startRig(t *testing.T, q store.Queue, o Options) *rig {
+func startRig(t testing.TB, q store.Queue, o Options) *rig {
 	t.Helper()
 	h := &fakeHost{clk: clock.NewFake(t0), clients: map[string]*fakeClient{}, denied: map[string]bool{}}
 	o.Name, o.Store, o.Host = "jobs", q, h
