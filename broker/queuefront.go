@@ -17,16 +17,6 @@ import (
 // return is handed to the engine (RFC 0002 "What each channel type admits"
 // / queue). Classified with broker/channel's front.
 
-// kindOf is the kind of the channel called name, KindNone for none.
-func (b *Broker) kindOf(name string) delivery.Kind {
-	if names := b.routes.byName.Load(); names != nil {
-		if e := (*names)[name]; e != nil {
-			return e.Kind()
-		}
-	}
-	return delivery.KindNone
-}
-
 // channelNamed is the engine of the channel called name, nil for none.
 func (b *Broker) channelNamed(name string) engine.Engine {
 	if names := b.routes.byName.Load(); names != nil {
@@ -43,7 +33,7 @@ func (b *Broker) queueAnswer(c delivery.Client, p *codec.Publish) (code codec.Re
 	if !strings.HasPrefix(string(p.Topic), topic.QueuePrefix) {
 		return 0, "", false
 	}
-	req, code, why := sagchannel.ClassifyPublish(string(p.Topic), b.kindOf)
+	req, code, why := sagchannel.ClassifyPublish(string(p.Topic), b.routes.kindOf)
 	if code != codec.Success {
 		return code, why, true
 	}
@@ -70,7 +60,7 @@ func (b *Broker) queueForm(c delivery.Client, filter string, o delivery.Subscrib
 	if !strings.HasPrefix(filter, topic.QueuePrefix) {
 		return 0, "", false
 	}
-	form, _, code, why := sagchannel.ClassifySubscribe(filter, sagchannel.SubscribeAsk{Version: c.Version(), QoS: o.QoS, NoLocal: o.NoLocal}, b.kindOf)
+	form, _, code, why := sagchannel.ClassifySubscribe(filter, sagchannel.SubscribeAsk{Version: c.Version(), QoS: o.QoS, NoLocal: o.NoLocal}, b.routes.kindOf)
 	if form != sagchannel.FormQueue {
 		return code, why, true
 	}
