@@ -33,7 +33,7 @@ func (h *fakeHost) Allows(id, _ string, verb acl.Verb) bool {
 	defer h.mu.Unlock()
 	return verb != acl.Consume || !h.denied[id]
 }
-func (h *fakeHost) OnGrantsChanged(func()) {}
+func (h *fakeHost) OnGrantsChanged(func())                         {}
 func (h *fakeHost) WithRoom(_, _ string, write func() error) error { return write() }
 
 func (h *fakeHost) Clock() clock.Clock   { return h.clk }
