@@ -185,7 +185,7 @@ func (c *Conn) Waiting(buffered int) bool {
 		return false
 	}
 	if buffered > 0 {
-		c.lastRead.Store(c.srv.now.Load())
+		c.lastRead.Store(c.now())
 	}
 	if limit := max(waitingInputFloor, c.srv.opts.MaxMessageSize); buffered > limit {
 		c.logWarn("disconnected: sent more than the bound while a packet waited on storage", "buffered", buffered, "limit", limit)

@@ -16,19 +16,23 @@ import (
 )
 
 // These tests run netloop on a clock.Fake: each deadline is reached by
-// Advance, never waited for. The timer scan ticks every 25 ms of the fake
-// clock, and the Fake hands each tick over before Advance returns, so a scan
-// due by a moment has begun by the time Advance to it returns.
+// Advance, never waited for. The server's timers arm one Fake timer for the
+// earliest connection deadline (timers.go) and the Fake runs it inside
+// Advance, so a timer due by a moment has run by the time Advance to it
+// returns.
 
 var fakeStart = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
-// fakeServer starts a server on a Fake and waits for its timer scan's ticker.
+// fakeServer starts a server on a Fake. Nothing is armed until a socket
+// arrives: a server holding no connection has no timer running.
 func fakeServer(t *testing.T, opts netloop.Options) (*netloop.Server, *clock.Fake) {
 	t.Helper()
 	clk := clock.NewFake(fakeStart)
 	opts.Clock = clk
 	s := startServer(t, opts)
-	clk.WaitArmed(1)
+	if n := clk.Armed(); n != 0 {
+		t.Fatalf("%d timers armed by a server holding no connection, want 0", n)
+	}
 	return s, clk
 }
 
@@ -132,7 +136,7 @@ func TestMaxConnectRateOnAFakeClock(t *testing.T) {
 			t.Fatalf("%s in the burst: %v", id, ack.ReasonCode)
 		}
 	}
-	clk.WaitArmed(2) // the timer scan and the pacer waiting for its next token
+	clk.WaitArmed(2) // the connections' timers and the pacer waiting for its next token
 	third := dial(t, s, codec.Version311)
 	third.send((&codec.Connect{Version: codec.Version311, CleanStart: true, ClientID: []byte("c")}).Append(nil, codec.Version311))
 	clk.Advance(time.Second - time.Millisecond)
@@ -159,7 +163,7 @@ func TestMessageExpiryOnAFakeClock(t *testing.T) {
 	}
 	t.Cleanup(b.Close)
 	s := startServer(t, netloop.Options{Handler: b, Clock: clk})
-	clk.WaitArmed(2) // the broker's commit ticker and netloop's timer scan
+	clk.WaitArmed(1) // the broker's commit ticker (netloop arms nothing before a connection)
 	pub := dial(t, s, codec.Version5)
 	pub.connect("pub", nil)
 	p := &codec.Publish{QoS: 1, PacketID: 1, Retain: true, Topic: []byte("t"), Payload: []byte("v")}
@@ -211,7 +215,7 @@ func TestQueuedDeliveryExpiresOnAFakeClock(t *testing.T) {
 	}
 	t.Cleanup(b.Close)
 	s := startServer(t, netloop.Options{Handler: b, Clock: clk})
-	clk.WaitArmed(2) // the broker's commit ticker and netloop's timer scan
+	clk.WaitArmed(1) // the broker's commit ticker (netloop arms nothing before a connection)
 	sub := dial(t, s, codec.Version5)
 	sub.connect("sub", func(p *codec.Connect) { // one in flight: the rest wait in the queue
 		p.Properties.ReceiveMaximum = 1
@@ -243,4 +247,27 @@ func TestQueuedDeliveryExpiresOnAFakeClock(t *testing.T) {
 	ack(second)
 	waitFor(t, "the third delivery expired in the queue", func() bool { return s.Counters().DeliveriesExpired.Load() == 1 })
 	sub.ping("after the expired delivery") // and no PUBLISH before it
+}
+
+// A connection that sends nothing between its packets keeps nothing running:
+// once connect_timeout has passed for connections that CONNECTed with no
+// keepalive, no timer is armed at all, and they are still served.
+func TestIdleConnectionsArmNoTimer(t *testing.T) {
+	s, clk := fakeServer(t, netloop.Options{ConnectTimeout: 2 * time.Second})
+	var idle []*rawClient
+	for _, id := range []string{"a", "b", "c"} {
+		c := dial(t, s, codec.Version5)
+		c.connect(id, func(p *codec.Connect) { p.KeepAlive = 0 })
+		idle = append(idle, c)
+	}
+	if n := clk.Armed(); n != 1 {
+		t.Fatalf("%d timers armed for three connections' connect_timeout, want one for all", n)
+	}
+	clk.Advance(2 * time.Second)
+	if n := clk.Armed(); n != 0 {
+		t.Fatalf("%d timers armed for idle connections with no keepalive, want 0", n)
+	}
+	for _, c := range idle {
+		c.ping("an idle connection after connect_timeout")
+	}
 }

@@ -15,7 +15,7 @@ import (
 	"github.com/saguin-edge/saguin/netloop/delivery"
 )
 
-// Connection states. Only the connection's loop moves them; the ticker reads.
+// Connection states. Only the connection's loop moves them; the timers read.
 const (
 	stateAwaitConnect int32 = iota // accepted, holding a slot, no CONNECT yet
 	stateConnected                 // CONNACK 0x00 written
@@ -23,7 +23,7 @@ const (
 	stateConnecting                // CONNECT read, the handler deciding off the loop: no timer runs
 )
 
-// Actions the ticker or another goroutine asks the loop to take.
+// Actions the timers or another goroutine ask the loop to take.
 const (
 	actNone       uint32 = iota
 	actClose             // close with nothing written
@@ -59,6 +59,7 @@ type Conn struct {
 	action      atomic.Uint32
 	onWire      atomic.Int32 // QoS 1/2 deliveries in flight: len(inflight), for other goroutines
 	version     atomic.Uint32
+	timerIdx    int32       // its place in the server's timers heap; under timers.mu
 	woken       atomic.Bool // a Wake is on its way to the loop
 	outPending  atomic.Bool // bytes wait in the transport or writable entries in the queue
 	slotGiven   atomic.Bool
@@ -66,6 +67,7 @@ type Conn struct {
 	keepaliveNS atomic.Int64 // 1.5 x the keepalive in force; 0 is none
 	progressAt  atomic.Int64 // unix ns the kernel last took bytes, or had nothing to take
 	lingerUntil atomic.Int64 // unix ns a draining connection closes at; 0 none
+	timerAt     atomic.Int64 // unix ns its timers are next looked at; 0 none (written under timers.mu)
 	id          atomic.Pointer[string]
 	out         outQueue
 
@@ -138,7 +140,14 @@ func (c *Conn) init(s *Server, t Transport, door string, arrivedAt time.Time) {
 	c.out.limit = s.opts.SessionQueueBytes
 	c.lastRead.Store(arrivedAt.UnixNano())
 	c.progressAt.Store(arrivedAt.UnixNano())
+	s.timers.schedule(c, c.arrivedAt+int64(s.opts.ConnectTimeout))
 }
+
+// now is the moment by Options.Clock, unix nanoseconds.
+func (c *Conn) now() int64 { return c.srv.opts.Clock.Now().UnixNano() }
+
+// armSoon has the timers look at c within pollInterval.
+func (c *Conn) armSoon() { c.srv.timers.schedule(c, c.now()+int64(pollInterval)) }
 
 // ClientID is the client identifier the connection runs under ("" before CONNECT).
 func (c *Conn) ClientID() string {
@@ -197,37 +206,76 @@ func (c *Conn) wake() {
 	}
 }
 
-// tick runs the connection's timers; it is called by the server's ticker.
+// tick runs the connection's timers when the server's timers find it due
+// (timers.go): what has expired is asked of the loop, and otherwise the next
+// moment anything could expire is armed. Deadlines are re-read here rather
+// than re-armed by every read, so the read path never touches the timers.
 func (c *Conn) tick(now int64) {
 	o := &c.srv.opts
+	var next int64 // 0: nothing to wait for
 	if c.out.grown.Load() {
 		c.out.trimIdle()
+		if c.out.grown.Load() {
+			next = now + int64(pollInterval)
+		}
 	}
 	switch c.state.Load() {
 	case stateAwaitConnect:
-		if now-c.arrivedAt >= int64(o.ConnectTimeout) {
+		at := c.arrivedAt + int64(o.ConnectTimeout)
+		if now >= at {
 			c.request(actClose)
 			return
 		}
+		next = earliest(next, at)
 	case stateConnected:
-		if ka := c.keepaliveNS.Load(); ka > 0 && now-c.lastRead.Load() >= ka {
-			c.request(actKeepalive)
-			return
+		if ka := c.keepaliveNS.Load(); ka > 0 {
+			at := c.lastRead.Load() + ka
+			if now >= at {
+				c.request(actKeepalive)
+				return
+			}
+			next = earliest(next, at)
 		}
 	default:
-		if lu := c.lingerUntil.Load(); lu != 0 && now >= lu && c.lingerUntil.CompareAndSwap(lu, 0) {
-			c.action.Store(actLingerEnd)
-			c.wake()
+		if lu := c.lingerUntil.Load(); lu != 0 {
+			if now < lu {
+				next = earliest(next, lu)
+			} else if c.lingerUntil.CompareAndSwap(lu, 0) {
+				c.action.Store(actLingerEnd)
+				c.wake()
+			}
 		}
+		c.rearm(next)
 		return
 	}
 	if c.outPending.Load() {
-		if o.WriteTimeout > 0 && now-c.progressAt.Load() >= int64(o.WriteTimeout) {
-			c.request(actAbort)
-			return
+		if o.WriteTimeout > 0 {
+			at := c.progressAt.Load() + int64(o.WriteTimeout)
+			if now >= at {
+				c.request(actAbort)
+				return
+			}
+			next = earliest(next, at)
 		}
 		c.wake() // refill what the transport cap held back
+		next = earliest(next, now+int64(pollInterval))
 	}
+	c.rearm(next)
+}
+
+// rearm schedules the connection's next look at, unless there is none.
+func (c *Conn) rearm(at int64) {
+	if at != 0 {
+		c.srv.timers.schedule(c, at)
+	}
+}
+
+// earliest is the sooner of two moments, 0 being none.
+func earliest(a, b int64) int64 {
+	if a == 0 || (b != 0 && b < a) {
+		return b
+	}
+	return a
 }
 
 // OnWake runs what other goroutines asked for, then writes what waits.
@@ -299,8 +347,7 @@ func (c *Conn) OnData(buf []byte) int {
 		// after this read, and a PINGRESP would then overtake them.
 		c.flush()
 	}
-	now := c.srv.now.Load()
-	c.lastRead.Store(now)
+	c.lastRead.Store(c.now())
 	sc := scratchPool.Get().(*scratch)
 	defer scratchPool.Put(sc)
 	off := 0
@@ -441,7 +488,9 @@ func (c *Conn) finish() {
 		c.t.Close()
 		return
 	}
-	c.lingerUntil.Store(c.srv.now.Load() + int64(drainGrace))
+	lu := c.now() + int64(drainGrace)
+	c.lingerUntil.Store(lu)
+	c.srv.timers.schedule(c, lu)
 }
 
 // slotRelease gives the max_connections slot back, once.
@@ -471,9 +520,14 @@ func (c *Conn) noteProgress() {
 	taken := c.handed - int64(buffered)
 	if buffered == 0 || taken != c.lastTaken {
 		c.lastTaken = taken
-		c.progressAt.Store(c.srv.now.Load())
+		c.progressAt.Store(c.now())
 	}
-	c.outPending.Store(buffered > 0 || c.writable())
+	pending := buffered > 0 || c.writable()
+	// The timers poll a connection only while its bytes wait, so it is
+	// armed as they begin to; a queue ring a burst grew is trimmed by them too.
+	if was := c.outPending.Swap(pending); (pending && !was) || c.out.grown.Load() {
+		c.armSoon()
+	}
 }
 
 // writable reports whether the oldest queued delivery may be written now.
@@ -541,7 +595,7 @@ func (c *Conn) flushThrough(through uint64) {
 	// Held back by the transport cap while the kernel is taking bytes: come
 	// back once the loop has served its other events (the transport drains
 	// on its own write events, which tell us nothing). A client that took
-	// nothing since the last flush is left to the ticker, so a stalled one
+	// nothing since the last flush is left to the timers' poll, so a stalled one
 	// costs no spinning.
 	taken := c.handed - int64(c.t.Buffered())
 	if taken > c.flushedTaken && c.t.Buffered() >= outboundCap/2 && c.writable() {

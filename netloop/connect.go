@@ -256,7 +256,9 @@ func (c *Conn) connectAnswered(sc *scratch, req *ConnectRequest, plan *connackPl
 	c.attachConnected(req, plan)
 	c.state.Store(stateConnected)
 	if plan.keepalive > 0 {
-		c.keepaliveNS.Store(int64(plan.keepalive) * int64(time.Second) * 3 / 2)
+		ka := int64(plan.keepalive) * int64(time.Second) * 3 / 2
+		c.keepaliveNS.Store(ka)
+		c.srv.timers.schedule(c, c.lastRead.Load()+ka) // armed before the CONNACK is written
 	}
 
 	ack := &sc.connack

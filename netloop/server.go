@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"net"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/panjf2000/gnet/v2"
@@ -15,11 +14,6 @@ import (
 
 	"github.com/saguin-edge/saguin/codec"
 )
-
-// tickInterval is how often the timer scan runs: connect_timeout, keepalive,
-// write_timeout and refilling a connection whose outbound bytes were capped.
-// Every timer here is therefore late by at most one tick.
-const tickInterval = 25 * time.Millisecond
 
 // Server runs the doors and every connection they admit.
 type Server struct {
@@ -35,7 +29,6 @@ type Server struct {
 	stopOnce sync.Once
 	stopErr  error
 	stop     chan struct{} // closed when shutdown begins
-	tickStop chan struct{} // closed once every connection has ended
 	wg       sync.WaitGroup
 
 	mu      sync.Mutex
@@ -43,7 +36,7 @@ type Server struct {
 	headers map[net.Conn]struct{}         // sockets whose PROXY header is being read (proxydoor.go)
 	wakers  map[gnet.EventLoop]*loopWaker // one per event loop, made at its first connection
 
-	now atomic.Int64 // the coarse clock the loops stamp activity with, unix nanoseconds
+	timers timers // every connection's next deadline (timers.go)
 
 	counters Counters
 }
@@ -56,17 +49,16 @@ func New(opts Options) (*Server, error) {
 		return nil, fmt.Errorf("netloop: %w", err)
 	}
 	s := &Server{
-		opts:     opts,
-		log:      opts.Logger,
-		adm:      newAdmission(opts.MaxConnections, opts.Clock),
-		stop:     make(chan struct{}),
-		tickStop: make(chan struct{}),
-		conns:    make(map[*Conn]struct{}),
-		headers:  make(map[net.Conn]struct{}),
-		enrollq:  make(chan enrollment, 64),
-		wakers:   make(map[gnet.EventLoop]*loopWaker),
+		opts:    opts,
+		log:     opts.Logger,
+		adm:     newAdmission(opts.MaxConnections, opts.Clock),
+		stop:    make(chan struct{}),
+		conns:   make(map[*Conn]struct{}),
+		headers: make(map[net.Conn]struct{}),
+		enrollq: make(chan enrollment, 64),
+		wakers:  make(map[gnet.EventLoop]*loopWaker),
+		timers:  timers{clk: opts.Clock},
 	}
-	s.now.Store(opts.Clock.Now().UnixNano())
 	return s, nil
 }
 
@@ -113,8 +105,7 @@ func (s *Server) Start() error {
 		s.acceptWG.Wait()
 		close(s.enrollq)
 	}()
-	s.wg.Add(1)
-	go s.ticker()
+	s.timers.start()
 	return nil
 }
 
@@ -257,33 +248,7 @@ func (s *Server) forget(c *Conn) {
 	s.mu.Lock()
 	delete(s.conns, c)
 	s.mu.Unlock()
-}
-
-// ticker runs the timers of every connection; see Conn.tick. It outlives
-// the doors during shutdown, since ending connections still have timers.
-func (s *Server) ticker() {
-	defer s.wg.Done()
-	t := s.opts.Clock.NewTicker(tickInterval)
-	defer t.Stop()
-	var batch []*Conn
-	for {
-		select {
-		case <-s.tickStop:
-			return
-		case now := <-t.C():
-			s.now.Store(now.UnixNano())
-			batch = batch[:0]
-			s.mu.Lock()
-			for c := range s.conns {
-				batch = append(batch, c)
-			}
-			s.mu.Unlock()
-			for _, c := range batch {
-				c.tick(now.UnixNano())
-			}
-			clear(batch)
-		}
-	}
+	s.timers.remove(c)
 }
 
 // Shutdown stops the broker's doors: admission ends, every door closes, MQTT 5
@@ -327,7 +292,7 @@ func (s *Server) shutdown(ctx context.Context) error {
 		case <-time.After(5 * time.Millisecond):
 		}
 	}
-	close(s.tickStop)
+	s.timers.stop() // after the last end: ending connections still have timers
 	s.acceptWG.Wait()
 	s.enrollWG.Wait()
 	s.wg.Wait()
