@@ -182,8 +182,18 @@ func startBrokerIn(t testing.TB, dir string, cfg brokerConfig) *brokerProc {
 // test ends and its output logged if the test failed.
 func launch(t testing.TB, dir, path string) *brokerProc {
 	t.Helper()
+	return launchUnder(t, dir, path, "")
+}
+
+// launchUnder is launch with the broker started by sh after the shell
+// commands in prefix ("ulimit -n 300", say); "" runs it directly.
+func launchUnder(t testing.TB, dir, path, prefix string) *brokerProc {
+	t.Helper()
 	b := &brokerProc{t: t, dir: dir, log: &logLines{grow: make(chan struct{})}, done: make(chan struct{})}
 	b.cmd = exec.Command(binPath, "--config", path)
+	if prefix != "" {
+		b.cmd = exec.Command("sh", "-c", prefix+` && exec "$0" "$@"`, binPath, "--config", path)
+	}
 	stdout, err := b.cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)

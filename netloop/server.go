@@ -127,6 +127,9 @@ func (s *Server) Connections() int { return s.adm.inUse() }
 func (s *Server) acceptLoop(l *listener) {
 	defer s.acceptWG.Done()
 	pacer := newAcceptPacer(s.opts.MaxConnectRate, s.opts.Clock)
+	spare := newSpareFD()
+	defer spare.close()
+	shed := 0 // connections shed since descriptors ran out
 	for {
 		if !pacer.take(s.stop) {
 			return
@@ -142,15 +145,32 @@ func (s *Server) acceptLoop(l *listener) {
 			if errors.As(err, &ne) && ne.Timeout() {
 				continue
 			}
-			// EMFILE and friends: the process is out of descriptors. Back off
-			// rather than spin; the connection stays queued in the kernel.
+			if outOfFiles(err) && spare.shed(s, l) {
+				if shed == 0 {
+					s.log.Error("out of file descriptors: closing new connections until some are free", "listener", l.door.Name, "error", err)
+				}
+				shed++
+				continue
+			}
+			// Nothing shed (no spare descriptor, or another failure): back
+			// off rather than spin; the connection stays queued in the kernel.
+			// Out of descriptors the pause is short, since the next try may
+			// win a freed one for the spare.
 			s.log.Error("accept failed", "listener", l.door.Name, "error", err)
+			backoff := 100 * time.Millisecond
+			if outOfFiles(err) {
+				backoff = 10 * time.Millisecond
+			}
 			select {
 			case <-s.stop:
 				return
-			case <-time.After(100 * time.Millisecond):
+			case <-time.After(backoff):
 			}
 			continue
+		}
+		if shed > 0 {
+			s.log.Warn("accepting again", "listener", l.door.Name, "shed", shed)
+			shed = 0
 		}
 		s.arrive(l, nc)
 	}
