@@ -54,6 +54,10 @@ type Options struct {
 	// Retain sets RETAIN on every QoS 1 PUBLISH: a retained value on a
 	// broadcast broker, a latest channel's value on Sagüin.
 	Retain bool
+	// KeepAlive is the CONNECT's keepalive in seconds; 0 (none) when zero.
+	// The generator sends no PINGREQ: a case that sets it holds connections
+	// for less than one and a half times it.
+	KeepAlive uint16
 }
 
 // Conn is one connection to the broker.
@@ -122,7 +126,7 @@ func Dial(ctx context.Context, opt Options) (*Conn, error) {
 func (c *Conn) handshake() error {
 	_ = c.nc.SetDeadline(time.Now().Add(c.opt.DialTimeout))
 	defer c.nc.SetDeadline(time.Time{})
-	p := codec.Connect{Version: codec.Version5, CleanStart: true, ClientID: []byte(c.opt.ClientID)}
+	p := codec.Connect{Version: codec.Version5, CleanStart: true, KeepAlive: c.opt.KeepAlive, ClientID: []byte(c.opt.ClientID)}
 	if _, err := c.nc.Write(p.Append(nil, codec.Version5)); err != nil {
 		return fmt.Errorf("writing CONNECT: %w", err)
 	}

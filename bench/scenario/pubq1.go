@@ -16,9 +16,10 @@ func pubQ1(conns int) Case {
 	return Case{
 		Name:     fmt.Sprintf("pub-q1/%d", conns),
 		Scenario: "pub-q1",
-		Measures: fmt.Sprintf("%d connection(s), each publishing %d-byte QoS 1 messages and waiting for the PUBACK before the next, nobody subscribed; PUBACKs a second", conns, pubQ1Payload),
+		Measures: fmt.Sprintf("%d connection(s), each publishing %d-byte QoS 1 messages and waiting for the PUBACK before the next, nobody subscribed; PUBACKs a second and the broker's CPU time per PUBACK", conns, pubQ1Payload),
 		Metrics: []Metric{
 			{Key: "pubacks_per_s", Label: "PUBACKs", Unit: "/s", Better: HigherIsBetter},
+			{Key: "cpu_us_per_puback", Label: "broker CPU per PUBACK", Unit: "µs", Better: LowerIsBetter},
 			{Key: "rtt_p50_ms", Label: "round trip p50", Unit: "ms", Better: LowerIsBetter},
 			{Key: "rtt_p99_ms", Label: "round trip p99", Unit: "ms", Better: LowerIsBetter},
 		},
@@ -76,6 +77,7 @@ func runPubQ1(ctx context.Context, e *Env, n int, topicFormat string) (Values, e
 	v := Values{}
 	err = e.measure(ctx, func() { a0 = acked(); rtt.Reset() }, func(elapsed time.Duration) {
 		v["pubacks_per_s"] = perSecond(acked()-a0, elapsed)
+		v["cpu_us_per_puback"] = cpuPer(e.brokerCPU, acked()-a0)
 		v["rtt_p50_ms"] = ms(rtt.Quantile(0.50))
 		v["rtt_p99_ms"] = ms(rtt.Quantile(0.99))
 	})

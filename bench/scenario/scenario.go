@@ -148,6 +148,16 @@ func perSecond(n uint64, elapsed time.Duration) float64 {
 	return float64(n) / elapsed.Seconds()
 }
 
+// cpuPer is CPU time per event in microseconds: what one message cost the
+// broker, a figure of its own beside the rate since on a shared machine the
+// rate moves with the load and the cost per message much less.
+func cpuPer(cpu time.Duration, n uint64) float64 {
+	if n == 0 {
+		return math.NaN()
+	}
+	return float64(cpu.Microseconds()) / float64(n)
+}
+
 // ms is a duration in milliseconds, NaN for the histogram's "nothing recorded".
 func ms(d time.Duration) float64 {
 	if d < 0 {
