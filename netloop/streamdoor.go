@@ -326,7 +326,7 @@ func (t *streamConn) writeLoop() {
 		}
 		if high {
 			// The Conn stopped at the transport cap; it refills now rather
-			// than at the ticker's next turn.
+			// than at the timers' next 25 ms poll.
 			t.wmu.Unlock()
 			t.c.wake()
 			t.wmu.Lock()
