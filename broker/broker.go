@@ -33,6 +33,10 @@ import (
 
 // Options are the limits the broker enforces and the stores it keeps state in.
 type Options struct {
+	// Catalogue is every configured channel, as $saguin/catalogue/<channel>
+	// answers about it (catalogue.go).
+	Catalogue []CatalogueEntry
+
 	MaxTopicLength   int // limits.max_topic_length
 	MaxTopicLevels   int // limits.max_topic_levels
 	MaxSubscriptions int // limits.max_subscriptions
@@ -687,6 +691,9 @@ func (b *Broker) Publish(c delivery.Client, p *codec.Publish) (codec.ReasonCode,
 			return b.hold(c, p, nil)
 		}
 		return code, why
+	}
+	if strings.HasPrefix(string(p.Topic), cataloguePrefix) {
+		return b.catalogue(c, p)
 	}
 	if code, why := b.checkTopic(p.Topic); code != codec.Success {
 		if code == codec.NotAuthorized {

@@ -697,3 +697,69 @@ func TestSaguinFilterPartitionsAppendAndBroadcast(t *testing.T) {
 		t.Fatalf("differing counts: SUBACK %v, want 0x83 on every filter", got)
 	}
 }
+
+// D5.1-D5.3, D5.5, D5.6: $saguin/catalogue/<channel> answers on the asking
+// connection with the channel's name, type, filter as written and this
+// client's verbs (all of the type's without an acl_file); the empty reply for
+// a name that is no channel; 0x83 with no Response Topic, 0x90 for a name
+// holding /; a QoS 0 request is dropped.
+func TestCatalogueAnswersWhatAChannelIs(t *testing.T) {
+	y := saguinYAML(memoryStorage, "") + "\nchannels:\n  events:\n    type: append\n    filter: iot/{a,b}/events/#\n"
+	b := startSaguin(t, t.TempDir(), y)
+	c := dialRaw(t, b.addr, codec.Version5)
+	c.mustConnect("asker", nil)
+	ask := func(name string, qos byte, withResponse bool) (*codec.Publish, codec.ReasonCode) {
+		p := &codec.Publish{QoS: qos, PacketID: 1, Topic: []byte("$saguin/catalogue/" + name)}
+		if withResponse {
+			p.Properties.ResponseTopic = []byte("cat/reply")
+			p.Properties.Present.Set(codec.PropResponseTopic)
+			p.Properties.CorrelationData = []byte("c1")
+			p.Properties.Present.Set(codec.PropCorrelationData)
+		}
+		c.sendPublish(p)
+		if qos == 0 {
+			return nil, 0
+		}
+		var reply *codec.Publish
+		for {
+			h, body := c.read()
+			switch h.Type {
+			case codec.TypePublish:
+				var q codec.Publish
+				if err := q.Decode(h, body, c.version); err != nil {
+					t.Fatal(err)
+				}
+				reply = &q
+			case codec.TypePuback:
+				var a codec.Ack
+				if err := a.Decode(h, body, c.version); err != nil {
+					t.Fatal(err)
+				}
+				if reply == nil {
+					reply = c.expectPublishWithin(waitLong)
+				}
+				return reply, a.ReasonCode
+			default:
+				t.Fatalf("got %s", h.Type)
+			}
+		}
+	}
+	reply, code := ask("events", 1, true)
+	want := `{"name":"events","type":"append","filter":"iot/{a,b}/events/#","verbs":["write","read","seek"]}`
+	if code != codec.Success || string(reply.Payload) != want || string(reply.Properties.CorrelationData) != "c1" || string(reply.Topic) != "cat/reply" {
+		t.Fatalf("0x%02x %q", byte(code), reply.Payload)
+	}
+	if reply, code := ask("nochannel", 1, true); code != codec.Success || len(reply.Payload) != 0 {
+		t.Fatalf("no channel: 0x%02x %q, want 0x00 and the empty reply", byte(code), reply.Payload)
+	}
+	c.publish("$saguin/catalogue/events", nil, 1, 2)
+	if code := c.expectPuback(2); code != codec.ImplementationSpecificError {
+		t.Fatalf("no Response Topic: 0x%02x, want 0x83", byte(code))
+	}
+	c.publish("$saguin/catalogue/a/b", nil, 1, 3)
+	if code := c.expectPuback(3); code != codec.TopicNameInvalid {
+		t.Fatalf("a name holding /: 0x%02x, want 0x90", byte(code))
+	}
+	ask("events", 0, true)
+	c.expectNothing("a QoS 0 catalogue request is dropped")
+}

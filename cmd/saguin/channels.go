@@ -67,3 +67,21 @@ func channelReach(cfg *config.Config) func(filter string) int {
 		return len(seen)
 	}
 }
+
+// catalogue is every configured channel and derived dead-letter channel as
+// $saguin/catalogue/<channel> describes it: the filter as written (or the
+// one derived), and a queue's subscription form as its pin.
+func catalogue(cfg *config.Config) []broker.CatalogueEntry {
+	var out []broker.CatalogueEntry
+	for _, ch := range append(append([]config.Channel(nil), cfg.Channels...), cfg.DeadLetters...) {
+		e := broker.CatalogueEntry{Name: ch.Name, Type: ch.Type, Filter: ch.Filter}
+		if e.Filter == "" && len(ch.Filters) > 0 {
+			e.Filter = ch.Filters[0]
+		}
+		if ch.Type == config.TypeQueue {
+			e.Pin = topic.QueuePrefix + ch.Name
+		}
+		out = append(out, e)
+	}
+	return out
+}

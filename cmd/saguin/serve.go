@@ -112,6 +112,7 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 	}
 	bo := brokerOptions(cfg, st, log)
 	bo.Counters = counters
+	bo.Catalogue = catalogue(cfg)
 	b, err := broker.New(bo)
 	if err != nil {
 		log.Error("cannot start the broker", "error", err)
