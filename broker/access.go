@@ -49,6 +49,10 @@ func (a *Access) verifies() bool {
 	return false
 }
 
+// Access is the Access in force now, nil for none: what
+// /v1/operations/acl answers from, so that route follows a SIGUSR1 re-read.
+func (b *Broker) Access() *Access { return b.access.Load() }
+
 // SetAccess puts a new Access in force. Open connections keep the identity
 // their CONNECT proved; their grants are the new file's from their next
 // publish, subscription and delivery on.

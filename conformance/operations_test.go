@@ -756,3 +756,36 @@ func TestOperationsTLSDoorNamesTheCallerByItsCertificate(t *testing.T) {
 		t.Fatalf("a caller with no certificate was answered %d; the handshake should have failed", resp.StatusCode)
 	}
 }
+
+// TestOperationsACLRouteAnswersFromTheHeldACLFile asks /v1/operations/acl
+// about users of the acl_file the broker runs with: the --acl --json shape,
+// client_id_allowed null without a client id and false where the entry's
+// client_ids refuse it, an unmatched name granted nothing with 200, and no
+// user a 400.
+func TestOperationsACLRouteAnswersFromTheHeldACLFile(t *testing.T) {
+	dir := t.TempDir()
+	pw := writePasswd(t, dir, authUsers)
+	if err := os.WriteFile(filepath.Join(dir, "acl.yaml"), []byte(authACL), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ob := startOps(t, dir, opsTCP, brokerConfig{MQTT: "password_file: " + pw + "\nacl_file: " + filepath.Join(dir, "acl.yaml")})
+	_, body := ob.get(t, "GET", "/v1/operations/acl?user=device-7")
+	for _, want := range []string{`"user":"device-7"`, `"pattern_applied":"device-*"`, `"client_id_allowed":null`, `"role":"device"`, `"denies":[]`} {
+		if !strings.Contains(body, want) {
+			t.Errorf("device-7: %s lacks %s", body, want)
+		}
+	}
+	if _, body := ob.get(t, "GET", "/v1/operations/acl?user=north&client_id=south-1"); !strings.Contains(body, `"client_id_allowed":false`) {
+		t.Errorf("north as south-1: %s", body)
+	}
+	resp, body := ob.get(t, "GET", "/v1/operations/acl?user=printer-3")
+	if resp.StatusCode != 200 || !strings.Contains(body, `"grants":[]`) || !strings.Contains(body, `"pattern_applied":null`) {
+		t.Errorf("an unmatched name: %d %s", resp.StatusCode, body)
+	}
+	if resp, _ := ob.get(t, "GET", "/v1/operations/acl"); resp.StatusCode != 400 {
+		t.Errorf("no user: %d, want 400", resp.StatusCode)
+	}
+	if strings.Contains(body, "pw7") {
+		t.Error("a password came back")
+	}
+}

@@ -1,6 +1,7 @@
 package ops
 
 import (
+	"bytes"
 	"encoding/json"
 	"net/http"
 	"strings"
@@ -13,8 +14,8 @@ import (
 var v1Routes = map[string]func(*Server, http.ResponseWriter, *http.Request){
 	"/v1/operations/acl":           (*Server).acl,
 	"/v1/operations/config":        (*Server).config,
-	"/v1/operations/consumers":     notKept("consumer positions are kept by the append engine, which this build does not run yet"),
-	"/v1/operations/position-lost": notKept("position-lost records are made by the append engine's retention, which this build does not run yet"),
+	"/v1/operations/consumers":     notKept("the append engine keeps each consumer's position, and no listing of them yet: saguin_channel_consumer_position_min and saguin_channel_consumers say the lowest and how many"),
+	"/v1/operations/position-lost": notKept("the record of which readers retention passed is not kept yet: saguin_channel_position_lost_total counts the passings per channel"),
 	"/v1/operations/refused":       notKept("the refusal record is not kept yet: saguin_connections_refused_total counts refusals by reason"),
 	"/v1/operations/sessions":      (*Server).sessions,
 	"/v1/operations/users":         (*Server).usersRoute,
@@ -150,19 +151,27 @@ func (s *Server) config(w http.ResponseWriter, r *http.Request) {
 	w.Write(append(body, '\n'))
 }
 
-// acl answers what one user may do. This build serves no acl_file (the start
-// refuses one until authorization is served), so every client that connects
-// may do anything, which is the RFC's answer for a broker without one.
+// acl answers what one user may do and which entry decided it, from the
+// acl_file the broker holds now (it follows SIGUSR1), in --acl --json's
+// single-user shape; a broker with no acl_file lets every authenticated
+// client do anything. No user is 400 naming the parameter (GAP-8).
 func (s *Server) acl(w http.ResponseWriter, r *http.Request) {
-	if r.URL.Query().Get("user") == "" && !r.URL.Query().Has("user") {
+	q := r.URL.Query()
+	if !q.Has("user") {
 		textError(w, http.StatusBadRequest, "name the user: /v1/operations/acl?user=<name>[&client_id=<id>]\n")
 		return
 	}
-	if s.opts.Config.Broker.MQTT.ACLFile == "" {
+	a := s.opts.Source.Broker.Access()
+	if a == nil || a.ACL == nil {
 		writeJSON(w, http.StatusOK, map[string]any{"acl_file": nil, "everything_allowed": true})
 		return
 	}
-	notKept("the acl_file is not served by this build yet")(s, w, r)
+	hasID := q.Has("client_id")
+	var body bytes.Buffer
+	a.ACL.Explain(q.Get("user"), q.Get("client_id"), hasID).WriteJSONObject(&body, hasID)
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusOK)
+	w.Write(body.Bytes())
 }
 
 // queue answers what a queue holds. A name that is not a configured queue is
