@@ -60,7 +60,10 @@ func (b *Broker) queueForm(c delivery.Client, filter string, o delivery.Subscrib
 	if !strings.HasPrefix(filter, topic.QueuePrefix) {
 		return 0, "", false
 	}
-	form, _, code, why := sagchannel.ClassifySubscribe(filter, sagchannel.SubscribeAsk{Version: c.Version(), QoS: o.QoS, NoLocal: o.NoLocal}, b.routes.kindOf)
+	// A saguin-filter declaration refuses the form alone 0x83 (checklist
+	// C2.9); a malformed one refuses every filter of the packet, later.
+	d, _, _ := sagchannel.ReadSubscribe(o.User)
+	form, _, code, why := sagchannel.ClassifySubscribe(filter, sagchannel.SubscribeAsk{Version: c.Version(), QoS: o.QoS, NoLocal: o.NoLocal, Partition: d.Partition.Declared()}, b.routes.kindOf)
 	if form != sagchannel.FormQueue {
 		return code, why, true
 	}

@@ -394,3 +394,18 @@ func TestQueueWillOnTheDeadLetterChannelIsConnack0x90(t *testing.T) {
 		t.Fatalf("CONNACK 0x%02x, want 0x90", byte(ack.ReasonCode))
 	}
 }
+
+// TestQueueFormWithSaguinFilterIs0x83ForThatFilterAlone (checklist C2.9): a
+// queue already divides its work; the packet's other filter is granted.
+func TestQueueFormWithSaguinFilterIs0x83ForThatFilterAlone(t *testing.T) {
+	b := startQueueBroker(t, queueChannel)
+	c := dialRaw(t, b.addr, codec.Version5)
+	c.mustConnect("slicer", nil)
+	ack := c.subscribeWith(1, func(p *codec.Properties) {
+		p.User = []codec.UserProperty{{Key: []byte("saguin-filter"), Value: []byte("topic_hash(4, 1)")}}
+		p.Present.Set(codec.PropUserProperty)
+	}, codec.Subscription{Filter: []byte(queueForm), QoS: 1}, codec.Subscription{Filter: []byte("other/#"), QoS: 1})
+	if len(ack.ReasonCodes) != 2 || ack.ReasonCodes[0] != codec.ImplementationSpecificError || ack.ReasonCodes[1] != codec.GrantedQoS1 {
+		t.Fatalf("SUBACK %v, want [0x83 0x01]", ack.ReasonCodes)
+	}
+}
