@@ -40,55 +40,13 @@ func runLatestSet(ctx context.Context, e *Env, n int) (Values, error) {
 		return nil, err
 	}
 	defer closeAll(conns)
-	load, stop := context.WithCancel(ctx)
-	defer stop()
-	var wg sync.WaitGroup
-	errs := make(chan error, n)
-	for i, c := range conns {
-		c.Start(1)
+	return publishQoS1(ctx, e, conns, &rtt, false, func(i int) [][]byte {
 		topics := make([][]byte, latestTopics)
 		for k := range topics {
 			topics[k] = fmt.Appendf(nil, "bench/latest/set/%d/%d", i, k)
 		}
-		payload := make([]byte, pubQ1Payload)
-		wg.Go(func() {
-			for k := 0; ; k++ {
-				if err := c.PublishQoS1(load, topics[k%len(topics)], payload); err != nil {
-					if !isStopped(err) {
-						errs <- err
-					}
-					return
-				}
-			}
-		})
-	}
-	acked := func() (sum uint64) {
-		for _, c := range conns {
-			sum += c.Acked()
-		}
-		return sum
-	}
-	var a0 uint64
-	v := Values{}
-	err = e.measure(ctx, func() { a0 = acked(); rtt.Reset() }, func(elapsed time.Duration) {
-		v["pubacks_per_s"] = perSecond(acked()-a0, elapsed)
-		v["rtt_p50_ms"] = ms(rtt.Quantile(0.50))
-		v["rtt_p99_ms"] = ms(rtt.Quantile(0.99))
+		return topics
 	})
-	stop()
-	wg.Wait()
-	if err != nil {
-		return nil, err
-	}
-	select {
-	case err := <-errs:
-		return nil, fmt.Errorf("publisher: %w", err)
-	default:
-	}
-	if err := firstError(conns); err != nil {
-		return nil, err
-	}
-	return v, nil
 }
 
 // catchUp is a new subscriber receiving the current values of n topics:

@@ -48,17 +48,28 @@ func runPubQ1(ctx context.Context, e *Env, n int, topicFormat string) (Values, e
 		return nil, err
 	}
 	defer closeAll(conns)
+	return publishQoS1(ctx, e, conns, &rtt, true, func(i int) [][]byte {
+		return [][]byte{fmt.Appendf(nil, topicFormat, i)}
+	})
+}
+
+// publishQoS1 is the measured load of pub-q1 and latest-q1: every connection
+// publishes pubQ1Payload-byte QoS 1 messages to its topics (topicsOf(i)) in
+// turn, waiting for each PUBACK before the next, until the window ends. It
+// reports PUBACKs a second and the round trip from rtt, and, where withCPU,
+// the broker's CPU time per PUBACK.
+func publishQoS1(ctx context.Context, e *Env, conns []*loadgen.Conn, rtt *stats.Histogram, withCPU bool, topicsOf func(i int) [][]byte) (Values, error) {
 	load, stop := context.WithCancel(ctx)
 	defer stop()
 	var wg sync.WaitGroup
-	errs := make(chan error, n)
+	errs := make(chan error, len(conns))
 	for i, c := range conns {
 		c.Start(1)
-		topic := fmt.Appendf(nil, topicFormat, i)
+		topics := topicsOf(i)
 		payload := make([]byte, pubQ1Payload)
 		wg.Go(func() {
-			for {
-				if err := c.PublishQoS1(load, topic, payload); err != nil {
+			for k := 0; ; k++ {
+				if err := c.PublishQoS1(load, topics[k%len(topics)], payload); err != nil {
 					if !isStopped(err) {
 						errs <- err
 					}
@@ -75,9 +86,11 @@ func runPubQ1(ctx context.Context, e *Env, n int, topicFormat string) (Values, e
 	}
 	var a0 uint64
 	v := Values{}
-	err = e.measure(ctx, func() { a0 = acked(); rtt.Reset() }, func(elapsed time.Duration) {
+	err := e.measure(ctx, func() { a0 = acked(); rtt.Reset() }, func(elapsed time.Duration) {
 		v["pubacks_per_s"] = perSecond(acked()-a0, elapsed)
-		v["cpu_us_per_puback"] = cpuPer(e.brokerCPU, acked()-a0)
+		if withCPU {
+			v["cpu_us_per_puback"] = cpuPer(e.brokerCPU, acked()-a0)
+		}
 		v["rtt_p50_ms"] = ms(rtt.Quantile(0.50))
 		v["rtt_p99_ms"] = ms(rtt.Quantile(0.99))
 	})
