@@ -1,7 +1,6 @@
 package netloop_test
 
 import (
-	"log/slog"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -10,7 +9,6 @@ import (
 
 	"github.com/saguin-edge/saguin/broker"
 	"github.com/saguin-edge/saguin/codec"
-	"github.com/saguin-edge/saguin/netloop"
 )
 
 // BenchmarkKeptSubscriberAckToNextDeliverySQLite is the latency a QoS 1
@@ -23,27 +21,7 @@ import (
 // An op is one PUBACK followed by its next delivery; ack-p50/ack-p99 are
 // that gap in microseconds.
 func BenchmarkKeptSubscriberAckToNextDeliverySQLite(b *testing.B) {
-	quiet := slog.New(slog.DiscardHandler)
-	p, sessions, retained := openSQLite(b)
-	br, err := broker.New(broker.Options{Sessions: sessions, Retained: retained, Logger: quiet,
-		SessionsWaitOnDisk: true, RetainedWaitOnDisk: true, SessionQueueBytes: 4 << 10})
-	if err != nil {
-		b.Fatal(err)
-	}
-	s, err := netloop.New(netloop.Options{Handler: br, Logger: quiet, EventLoops: *loopsFlag, SessionQueueBytes: 64 << 20,
-		Doors: []netloop.Door{{Name: "tcp", Kind: netloop.KindTCP, Address: "127.0.0.1:0"}}})
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := s.Start(); err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() {
-		s.Shutdown(b.Context())
-		br.Close()
-		p.Close()
-	})
-	addr := s.Addr("tcp").String()
+	_, addr := serveSQLite(b, broker.Options{SessionsWaitOnDisk: true, RetainedWaitOnDisk: true, SessionQueueBytes: 4 << 10})
 
 	sub := benchConnectWith(b, addr, &codec.Connect{Version: codec.Version5, ClientID: []byte("kept-sub"),
 		Properties: codec.Properties{SessionExpiry: 3600, Present: 1 << codec.PropSessionExpiry}})
@@ -71,6 +49,7 @@ func BenchmarkKeptSubscriberAckToNextDeliverySQLite(b *testing.B) {
 					return
 				}
 				var t codec.Type
+				var err error
 				if t, buf, err = pub.readPacket(buf); err != nil || t != codec.TypePuback {
 					return
 				}

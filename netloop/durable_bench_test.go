@@ -3,13 +3,11 @@ package netloop_test
 import (
 	"bufio"
 	"fmt"
-	"log/slog"
 	"net"
 	"testing"
 
 	"github.com/saguin-edge/saguin/broker"
 	"github.com/saguin-edge/saguin/codec"
-	"github.com/saguin-edge/saguin/netloop"
 )
 
 // BenchmarkDurableQoS1RoundTripSQLite is N publishers each publishing QoS 1
@@ -36,27 +34,7 @@ func BenchmarkDurableQoS1RoundTripSQLite(b *testing.B) {
 }
 
 func benchDurableRoundTrip(b *testing.B, offLoop bool, pubs int) {
-	quiet := slog.New(slog.DiscardHandler)
-	p, sessions, retained := openSQLite(b)
-	br, err := broker.New(broker.Options{Sessions: sessions, Retained: retained, Logger: quiet,
-		SessionsWaitOnDisk: offLoop, RetainedWaitOnDisk: offLoop})
-	if err != nil {
-		b.Fatal(err)
-	}
-	s, err := netloop.New(netloop.Options{Handler: br, Logger: quiet, EventLoops: *loopsFlag, SessionQueueBytes: 64 << 20,
-		Doors: []netloop.Door{{Name: "tcp", Kind: netloop.KindTCP, Address: "127.0.0.1:0"}}})
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := s.Start(); err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() {
-		s.Shutdown(b.Context())
-		br.Close()
-		p.Close()
-	})
-	addr := s.Addr("tcp").String()
+	p, addr := serveSQLite(b, broker.Options{SessionsWaitOnDisk: offLoop, RetainedWaitOnDisk: offLoop})
 
 	sub := benchConnectWith(b, addr, &codec.Connect{Version: codec.Version5, ClientID: []byte("durable-sub"),
 		Properties: codec.Properties{SessionExpiry: 3600, Present: 1 << codec.PropSessionExpiry}})
