@@ -18,18 +18,17 @@ import (
 // Append channels through the binary (issue 11; checklist-channels.md A).
 // Each test starts its own broker with an append channel "events" on ev/#.
 
-const appendChannel = `
-channels:
-  events:
-    type: append
-    filter: ev/#
-`
+// appendChannelOn is the configuration of an append channel "events" on
+// filter, to follow saguinYAML.
+func appendChannelOn(filter string) string {
+	return "\nchannels:\n  events:\n    type: append\n    filter: " + filter + "\n"
+}
 
 // startAppend runs saguin with the events channel on storage, extra lines
 // under broker, and extra channel keys under events.
 func startAppend(t *testing.T, dir, storage, broker, channelKeys string) *brokerProc {
 	t.Helper()
-	y := saguinYAML(storage, broker) + appendChannel
+	y := saguinYAML(storage, broker) + appendChannelOn("ev/#")
 	if channelKeys != "" {
 		for _, l := range strings.Split(strings.TrimSpace(channelKeys), "\n") {
 			y += "    " + l + "\n"
@@ -646,7 +645,7 @@ func TestSeekWithMosquittoPubResponseTopic(t *testing.T) {
 // malformed one refuses every filter 0x83, one on $share/ refuses that
 // filter alone.
 func TestSaguinFilterPartitionsAppendAndBroadcast(t *testing.T) {
-	y := saguinYAML(memoryStorage, "") + "\nchannels:\n  events:\n    type: append\n    filter: iot/#\n"
+	y := saguinYAML(memoryStorage, "") + appendChannelOn("iot/#")
 	b := startSaguin(t, t.TempDir(), y)
 	sub := dialRaw(t, b.addr, codec.Version5)
 	sub.mustConnect("slice", nil)
@@ -704,7 +703,7 @@ func TestSaguinFilterPartitionsAppendAndBroadcast(t *testing.T) {
 // a name that is no channel; 0x83 with no Response Topic, 0x90 for a name
 // holding /; a QoS 0 request is dropped.
 func TestCatalogueAnswersWhatAChannelIs(t *testing.T) {
-	y := saguinYAML(memoryStorage, "") + "\nchannels:\n  events:\n    type: append\n    filter: iot/{a,b}/events/#\n"
+	y := saguinYAML(memoryStorage, "") + appendChannelOn("iot/{a,b}/events/#")
 	b := startSaguin(t, t.TempDir(), y)
 	c := dialRaw(t, b.addr, codec.Version5)
 	c.mustConnect("asker", nil)
