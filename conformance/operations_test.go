@@ -24,6 +24,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
+	"github.com/saguin-edge/saguin/codec"
 	"github.com/saguin-edge/saguin/netloop/certs/certstest"
 )
 
@@ -787,5 +788,69 @@ func TestOperationsACLRouteAnswersFromTheHeldACLFile(t *testing.T) {
 	}
 	if strings.Contains(body, "pw7") {
 		t.Error("a password came back")
+	}
+}
+
+// TestOperationsScrapeCarriesTheQueueFamiliesFromTheEngineCounters runs a
+// queue through three jobs - one acknowledged, one returned, one published
+// with RETAIN - and leaves the last offer unanswered, its PUBACK not sent:
+// each family has the queue's series at the value the RFC's row gives it,
+// the unanswered offer counted in depth and in neither delivered nor
+// inflight (given to a worker that has not yet received it, checklist
+// C15.3). Each offer arrives only after the engine handled the answer
+// before it, so the one scrape sees every count.
+func TestOperationsScrapeCarriesTheQueueFamiliesFromTheEngineCounters(t *testing.T) {
+	dir := t.TempDir()
+	yaml := saguinYAML(memoryStorage, "operations:\n  listen:\n    tcp:\n      address: 127.0.0.1:0") +
+		"channels:\n  jobs:\n    type: queue\n    filter: work/+/inspect\n    visibility_timeout: 1m\n"
+	b := startSaguin(t, dir, yaml)
+	ob := &opsBroker{brokerProc: b}
+	if m := opsOpenRE.FindStringSubmatch(b.log.wait(opsOpenRE, 5*time.Second)); m != nil {
+		ob.ops = m[3]
+	}
+	w := queueWorker(t, b.addr, "w1")
+	pub := dialRaw(t, b.addr, codec.Version5)
+	pub.mustConnect("producer", nil)
+	pub.publishQoS1("work/1/inspect", []byte("a"), 1)
+	pub.publishQoS1("work/2/inspect", []byte("b"), 2)
+	if code := pub.publishAs(&codec.Publish{Retain: true, Topic: []byte("work/3/inspect"), Payload: []byte("c")}, 3); code != codec.Success {
+		t.Fatalf("a retained queue publish PUBACK 0x%02x, want 0x00", byte(code))
+	}
+	first := w.expectPublishWithin(5 * time.Second)
+	w.ackDelivery(first)
+	w.answer(first, "ack")
+	second := w.expectPublishWithin(5 * time.Second)
+	w.ackDelivery(second)
+	w.answer(second, "return")
+	w.expectPublishWithin(5 * time.Second) // offered, not PUBACKed
+
+	_, body := ob.get(t, "GET", "/metrics")
+	fams := parseScrape(t, body)
+	want := []struct {
+		name   string
+		labels []string
+		value  float64
+	}{
+		{"saguin_channel_info", []string{"channel", "jobs", "type", "queue", "filter", "work/+/inspect", "provider", "mem"}, 1},
+		{"saguin_queue_depth", []string{"channel", "jobs"}, 2},
+		{"saguin_queue_inflight", []string{"channel", "jobs"}, 0},
+		{"saguin_queue_delivered_total", []string{"channel", "jobs"}, 2},
+		{"saguin_queue_acknowledged_total", []string{"channel", "jobs"}, 1},
+		{"saguin_queue_returned_total", []string{"channel", "jobs"}, 1},
+		{"saguin_queue_redelivered_total", []string{"channel", "jobs"}, 0},
+		{"saguin_queue_dead_lettered_total", []string{"channel", "jobs"}, 0},
+		{"saguin_queue_expired_total", []string{"channel", "jobs"}, 0},
+		{"saguin_queue_retain_ignored_total", []string{"channel", "jobs"}, 1},
+	}
+	for _, w := range want {
+		if v, ok := value(fams[w.name], w.labels...); !ok || v != w.value {
+			t.Errorf("%s%v = %v (present %v), want %v", w.name, w.labels, v, ok, w.value)
+		}
+	}
+	if v, ok := value(fams["saguin_channel_bytes"], "channel", "jobs"); !ok || v <= 0 {
+		t.Errorf("saguin_channel_bytes{channel=jobs} = %v (present %v), want the two jobs' bytes", v, ok)
+	}
+	if _, ok := value(fams["saguin_channel_records"], "channel", "jobs"); ok {
+		t.Error("saguin_channel_records{channel=jobs} has a series; a queue carries saguin_queue_depth instead")
 	}
 }

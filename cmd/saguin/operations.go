@@ -34,6 +34,8 @@ func startOperations(env *serviceEnv) (*running, error) {
 	}
 	src.Channels = slices.Clone(env.storage.channels)
 	slices.SortFunc(src.Channels, func(a, b ops.Channel) int { return strings.Compare(a.Name, b.Name) })
+	src.Queues = slices.Clone(env.storage.queueOps)
+	slices.SortFunc(src.Queues, func(a, b ops.Queue) int { return strings.Compare(a.Name, b.Name) })
 	for _, p := range env.storage.providers {
 		pc := providerConfig(cfg, p.Name())
 		op := ops.Provider{Name: p.Name(), Type: p.Type(), MaxBytes: p.MaxBytes(), Bytes: p.Bytes,

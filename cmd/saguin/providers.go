@@ -44,9 +44,10 @@ type storage struct {
 	errors map[string]*atomic.Uint64
 	// retention counts what retention removed, per channel; channels are
 	// the served channels' numbers for the operations listener, added as
-	// each engine is plugged.
+	// each engine is plugged; queueOps the same for the queues.
 	retention                          map[string]*atomic.Uint64
 	channels                           []ops.Channel
+	queueOps                           []ops.Queue
 	sessionsProvider, retainedProvider string
 	// queues are the queues' stores (each with its dead-letter log), by
 	// channel name.

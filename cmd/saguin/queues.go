@@ -8,6 +8,7 @@ import (
 	"github.com/saguin-edge/saguin/broker/channel"
 	"github.com/saguin-edge/saguin/broker/queue"
 	"github.com/saguin-edge/saguin/config"
+	"github.com/saguin-edge/saguin/ops"
 )
 
 func init() { servedChannelTypes[config.TypeQueue] = true }
@@ -39,6 +40,10 @@ func plugQueues(cfg *config.Config, st *storage, b *broker.Broker) error {
 		if err := b.Plug(e); err != nil {
 			return fmt.Errorf("channel %s: %w", ch.Name, err)
 		}
+		st.queueOps = append(st.queueOps, ops.Queue{
+			Name: ch.Name, Filter: ch.Filter, Provider: ch.Storage,
+			Depth: qs.q.Depth, Bytes: qs.q.Bytes, Counters: &e.C,
+		})
 		for _, d := range cfg.DeadLetters {
 			if d.DerivedFrom != ch.Name {
 				continue
