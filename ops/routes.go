@@ -175,12 +175,16 @@ func (s *Server) acl(w http.ResponseWriter, r *http.Request) {
 }
 
 // queue answers what a queue holds. A name that is not a configured queue is
-// 404 and does not name the ones that are.
+// 404 and does not name the ones that are. A configured one is 501 for now:
+// the body is rows of jobs (offset, topic, attempts, state, holder, lease
+// deadline, times), and the queue store has no listing of its jobs - only a
+// lookup by offset - while holders live in the engine's own goroutine; a
+// body of counts alone would break the /v1 shape the RFC fixes.
 func (s *Server) queue(w http.ResponseWriter, r *http.Request) {
 	name := strings.TrimPrefix(r.URL.Path, queuesPrefix)
 	for _, ch := range s.opts.Config.Channels {
 		if ch.Name == name && ch.Type == config.TypeQueue {
-			notKept("queue records are kept by the queue engine, which this build does not run yet")(s, w, r)
+			notKept("the queue store keeps no listing of its jobs yet: saguin_queue_depth and saguin_queue_inflight say how many are unresolved and out with a worker")(s, w, r)
 			return
 		}
 	}
