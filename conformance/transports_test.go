@@ -348,14 +348,16 @@ func TestBrowserPageOverWebSocket(t *testing.T) {
 	wsAddr := doorAddr(t, b, "ws")
 	load := func(site string) string {
 		url := site + "/page.html?url=" + "ws://" + wsAddr + "/mqtt&topic=" + uniq(t) + "/page"
-		ctx, cancel := context.WithCancel(context.Background())
-		cmd := exec.CommandContext(ctx, chromium, "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+		cmd := exec.Command(chromium, "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
 			"--user-data-dir="+t.TempDir(), url)
+		// Debian's chromium is a shell script starting the browser and its
+		// helpers: they run in a process group of their own, and the whole
+		// group is killed once the page has reported, then reaped.
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 		if err := cmd.Start(); err != nil {
 			t.Fatalf("chromium: %v", err)
 		}
-		// Chromium runs until it is killed: kill it, then reap it.
-		defer func() { cancel(); cmd.Wait() }()
+		defer func() { syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL); cmd.Wait() }()
 		select {
 		case got := <-results:
 			return got
