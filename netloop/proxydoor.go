@@ -10,12 +10,6 @@ import (
 	"github.com/saguin-edge/saguin/netloop/proxyproto"
 )
 
-// proxyHeaderTimeout is how long a unix door with proxy_protocol waits for
-// the header: a proxy writes it the moment it connects, so only a peer that
-// is not a proxy takes longer. Fixed, not configured (RFC 0002 "Behind a
-// proxy that terminated TLS"); connect_timeout still runs from accept.
-const proxyHeaderTimeout = 5 * time.Second
-
 // enrollProxied reads the PROXY v2 header of a socket admitted on a
 // proxy_protocol door, then hands the socket to the event loops with the
 // header's source address in place of the socket's peer (logs, the
@@ -27,8 +21,9 @@ func (s *Server) enrollProxied(l *listener, nc net.Conn, arrivedAt time.Time) {
 	s.mu.Lock()
 	s.headers[nc] = struct{}{}
 	s.mu.Unlock()
-	// The bound runs on the injected clock: closing the socket ends the read.
-	bound := min(proxyHeaderTimeout, s.opts.ConnectTimeout)
+	// The bound runs on the injected clock: closing the socket ends the read;
+	// connect_timeout still runs from accept.
+	bound := min(proxyproto.HeaderTimeout, s.opts.ConnectTimeout)
 	var late atomic.Bool
 	timer := s.opts.Clock.AfterFunc(bound-s.opts.Clock.Now().Sub(arrivedAt), func() {
 		late.Store(true)

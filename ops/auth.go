@@ -1,15 +1,11 @@
 package ops
 
 import (
-	"crypto/tls"
-	"crypto/x509"
 	"fmt"
 	"net"
 	"net/http"
 	"net/netip"
-	"os"
 	"strings"
-	"time"
 
 	"github.com/saguin-edge/saguin/broker/auth"
 	"github.com/saguin-edge/saguin/config"
@@ -22,17 +18,15 @@ type credentials struct {
 }
 
 // doorCreds is one door's: the password file that governs it (its own or
-// the block's), and its TLS configuration.
+// the block's), and whether its TLS requires a client certificate (the
+// certificates themselves are netloop/certs', as every TLS door's are).
 type doorCreds struct {
 	path  string
 	users *auth.Users // nil when no password file governs the door
 	// scopes holds every user the file names: nil reaches every route.
 	scopes map[string][]string
-	tls    *tls.Config // nil on a plain door
 	// certRequired: the door's tls.client_ca_file with require_certificate.
 	certRequired bool
-	// expiry is the door's certificate's NotAfter, for the log.
-	expiry time.Time
 }
 
 // requiresName reports whether a request must name somebody here: a password
@@ -41,9 +35,9 @@ func (dc *doorCreds) requiresName() bool {
 	return dc.users != nil && dc.users.Len() > 0 || dc.certRequired
 }
 
-// loadCredentials reads every password file and certificate the operations
-// doors name; any that cannot be used is an error naming it, and nothing of
-// the others is kept.
+// loadCredentials reads every password file the operations doors name; any
+// that cannot be used is an error naming it, and nothing of the others is
+// kept.
 func loadCredentials(cfg *config.Config) (*credentials, error) {
 	c := &credentials{doors: map[string]*doorCreds{}}
 	files := map[string]*doorCreds{} // a file several doors share is read once
@@ -73,47 +67,10 @@ func loadCredentials(cfg *config.Config) (*credentials, error) {
 				files[d.PasswordFile] = dc
 			}
 		}
-		if t := d.TLS; t != nil {
-			conf, expiry, err := tlsConfig(t)
-			if err != nil {
-				return nil, fmt.Errorf("%s.tls: %w", d.Key, err)
-			}
-			dc.tls, dc.expiry, dc.certRequired = conf, expiry, t.ClientCAFile != "" && t.RequireCertificate
-		}
+		dc.certRequired = d.TLS != nil && d.TLS.ClientCAFile != "" && d.TLS.RequireCertificate
 		c.doors[d.Key] = dc
 	}
 	return c, nil
-}
-
-func tlsConfig(t *config.TLS) (*tls.Config, time.Time, error) {
-	cert, err := tls.LoadX509KeyPair(t.CertFile, t.KeyFile)
-	if err != nil {
-		return nil, time.Time{}, fmt.Errorf("%s with %s: %w", t.CertFile, t.KeyFile, err)
-	}
-	var expiry time.Time
-	if leaf, err := x509.ParseCertificate(cert.Certificate[0]); err == nil {
-		expiry = leaf.NotAfter
-	}
-	conf := &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
-	if t.MinVersion == "1.3" {
-		conf.MinVersion = tls.VersionTLS13
-	}
-	if t.ClientCAFile != "" {
-		pem, err := os.ReadFile(t.ClientCAFile)
-		if err != nil {
-			return nil, time.Time{}, fmt.Errorf("client_ca_file: %w", err)
-		}
-		pool := x509.NewCertPool()
-		if !pool.AppendCertsFromPEM(pem) {
-			return nil, time.Time{}, fmt.Errorf("client_ca_file %s holds no PEM certificate", t.ClientCAFile)
-		}
-		conf.ClientCAs = pool
-		conf.ClientAuth = tls.VerifyClientCertIfGiven
-		if t.RequireCertificate {
-			conf.ClientAuth = tls.RequireAndVerifyClientCert
-		}
-	}
-	return conf, expiry, nil
 }
 
 // verdict is what the credential check decided for one request.
@@ -132,8 +89,9 @@ var metricsOnly = []string{"/metrics"}
 
 // authorize decides whether the request may reach path, in RFC 0005's
 // order: an offered password is checked and ends the question either way;
-// then a verified certificate's name; then, on a unix door without
-// proxy_protocol only, X-Saguin-Principal; and a request naming nobody is
+// then a verified certificate's name - this broker's own TLS, or the one a
+// proxy_protocol door's PROXY header says the proxy verified; then, on a
+// unix door without proxy_protocol only, X-Saguin-Principal; and a request naming nobody is
 // refused where the door requires a name, and otherwise trusted as the local
 // reader it must be - on a tcp door only when it addressed the broker by an
 // IP literal or localhost (the DNS-rebinding rule).
@@ -153,16 +111,16 @@ func (s *Server) authorize(d *door, r *http.Request, path string) verdict {
 	switch user, pass, ok := r.BasicAuth(); {
 	case ok || r.Header.Get("Authorization") != "":
 		if !ok {
-			return s.reject(d, "", "an Authorization header that is not HTTP Basic")
+			return s.reject(d, r, "", "an Authorization header that is not HTTP Basic")
 		}
 		if bad(user) {
-			return s.controlChars(d, "a Basic user name")
+			return s.controlChars(d, r, "a Basic user name")
 		}
 		if dc.users == nil {
-			return s.reject(d, user, "a password on a door no password_file governs")
+			return s.reject(d, r, user, "a password on a door no password_file governs")
 		}
 		if outcome := dc.users.Check(user, []byte(pass)); outcome != auth.OK {
-			return s.reject(d, user, outcome.String())
+			return s.reject(d, r, user, outcome.String())
 		}
 		if sc, ok := dc.scopes[user]; ok && sc != nil {
 			scopes = sc
@@ -175,7 +133,7 @@ func (s *Server) authorize(d *door, r *http.Request, path string) verdict {
 			name = leaf.DNSNames[0]
 		}
 		if bad(name) {
-			return s.controlChars(d, "a certificate's name")
+			return s.controlChars(d, r, "a certificate's name")
 		}
 		if name == "" {
 			scopes = metricsOnly
@@ -183,10 +141,25 @@ func (s *Server) authorize(d *door, r *http.Request, path string) verdict {
 			scopes = scopesOf(name)
 		}
 		named = true
-	case d.cfg.Kind == config.KindUnix && strings.TrimSpace(r.Header.Get("X-Saguin-Principal")) != "":
+	case proxyHeader(r) != nil && proxyHeader(r).Verified():
+		// The Common Name the proxy verified; a certificate it verified and
+		// sent no CN for is named by nothing, as a nameless one is here.
+		name = proxyHeader(r).CN
+		if bad(name) {
+			return s.controlChars(d, r, "the PROXY header's Common Name")
+		}
+		if name == "" {
+			scopes = metricsOnly
+		} else {
+			scopes = scopesOf(name)
+		}
+		named = true
+	// A proxy_protocol door's proxy passes the client's bytes through, so a
+	// header there is whatever the client typed: not read.
+	case d.cfg.Kind == config.KindUnix && !d.cfg.ProxyProtocol && strings.TrimSpace(r.Header.Get("X-Saguin-Principal")) != "":
 		name = strings.Trim(r.Header.Get("X-Saguin-Principal"), " \t")
 		if bad(name) {
-			return s.controlChars(d, "X-Saguin-Principal")
+			return s.controlChars(d, r, "X-Saguin-Principal")
 		}
 		scopes, named = scopesOf(name), true
 	}
@@ -207,14 +180,14 @@ func (s *Server) authorize(d *door, r *http.Request, path string) verdict {
 	return verdict{principal: name}
 }
 
-func (s *Server) reject(d *door, user, why string) verdict {
+func (s *Server) reject(d *door, r *http.Request, user, why string) verdict {
 	// The credential is never logged; the user name is a client string, cut.
-	s.log.Warn("operations credential rejected", "listener", d.cfg.Name, "user", clip(user, 64), "why", why)
+	s.log.Warn("operations credential rejected", "listener", d.cfg.Name, "remote", remoteOf(r), "user", clip(user, 64), "why", why)
 	return verdict{status: http.StatusUnauthorized, msg: "credential rejected\n"}
 }
 
-func (s *Server) controlChars(d *door, source string) verdict {
-	s.log.Warn("operations request refused: the name holds a control character", "listener", d.cfg.Name, "source", source)
+func (s *Server) controlChars(d *door, r *http.Request, source string) verdict {
+	s.log.Warn("operations request refused: the name holds a control character", "listener", d.cfg.Name, "remote", remoteOf(r), "source", source)
 	return verdict{status: http.StatusForbidden, msg: "a name holding a control character is nobody's\n"}
 }
 

@@ -20,17 +20,26 @@ func (s *Server) Reread() (apply func(), lines []string, err error) {
 	if err != nil {
 		return nil, nil, err
 	}
+	applyCerts, loaded, err := s.certs.Reread()
+	if err != nil {
+		return nil, nil, fmt.Errorf("operations %w", err)
+	}
+	expires := map[string]time.Time{}
+	for _, l := range loaded {
+		expires[l.Listener] = l.Expires
+	}
 	for _, d := range s.opts.Config.Broker.Operations.Listeners {
 		dc := creds.doors[d.Key]
 		if dc.users != nil {
 			lines = append(lines, fmt.Sprintf("operations listener %s: password file %s names %d users", d.Name, dc.path, dc.users.Len()))
 		}
-		if dc.tls != nil {
-			lines = append(lines, fmt.Sprintf("operations listener %s: certificate %s expires %s", d.Name, d.TLS.CertFile, dc.expiry.UTC().Format(time.RFC3339)))
+		if d.TLS != nil {
+			lines = append(lines, fmt.Sprintf("operations listener %s: certificate %s expires %s", d.Name, d.TLS.CertFile, expires[d.Key].UTC().Format(time.RFC3339)))
 		}
 	}
 	return func() {
 		s.creds.Store(creds)
 		s.users.Store(users)
+		applyCerts()
 	}, lines, nil
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/saguin-edge/saguin/broker/clock"
 	"github.com/saguin-edge/saguin/config"
 	"github.com/saguin-edge/saguin/netloop"
+	"github.com/saguin-edge/saguin/netloop/certs"
 )
 
 // The HTTP server's bounds (invariant 13; checklist GAP-5). Every route is a
@@ -61,7 +62,10 @@ type Server struct {
 	creds   atomic.Pointer[credentials]
 	scraper *scraper
 	users   atomic.Pointer[usersAnswer]
-	wg      sync.WaitGroup
+	// certs holds every TLS door's certificate, key and client CA - the one
+	// loader the MQTT doors use too, so both re-read alike on SIGUSR1.
+	certs *certs.Store
+	wg    sync.WaitGroup
 }
 
 // door is one operations door: its configuration, fixed at start, and its
@@ -86,11 +90,6 @@ func New(o Options) (*Server, error) {
 		s.log = slog.Default()
 	}
 	s.log = s.log.With("component", "operations")
-	for _, d := range ops.Listeners {
-		if d.ProxyProtocol {
-			return nil, fmt.Errorf("%s: proxy_protocol is not served on the operations listener yet; put the proxy's X-Saguin-Principal on a unix door without it", d.Key)
-		}
-	}
 	creds, err := loadCredentials(o.Config)
 	if err != nil {
 		return nil, err
@@ -101,6 +100,21 @@ func New(o Options) (*Server, error) {
 		return nil, err
 	}
 	s.users.Store(users)
+	var files []certs.Files
+	for _, d := range ops.Listeners {
+		if t := d.TLS; t != nil {
+			files = append(files, certs.Files{Listener: d.Key, CertFile: t.CertFile, KeyFile: t.KeyFile,
+				ClientCAFile: t.ClientCAFile, RequireCertificate: t.RequireCertificate, MinVersion: certs.MinVersion(t.MinVersion)})
+		}
+	}
+	st, loaded, err := certs.Load(files)
+	if err != nil {
+		return nil, fmt.Errorf("operations %w", err)
+	}
+	s.certs = st
+	for _, l := range loaded {
+		s.log.Info("certificate loaded", "listener", l.Listener, "expires", l.Expires.UTC().Format(time.RFC3339))
+	}
 	s.scraper = &scraper{src: o.Source, interval: ops.MinScrapeInterval, now: s.clk.Now}
 	for _, dc := range ops.Listeners {
 		d := &door{cfg: dc}
@@ -115,10 +129,10 @@ func New(o Options) (*Server, error) {
 		}
 		ln = newLimitListener(ln, maxConnsPerDoor)
 		if dc.TLS != nil {
-			key := dc.Key
-			ln = tls.NewListener(ln, &tls.Config{GetConfigForClient: func(*tls.ClientHelloInfo) (*tls.Config, error) {
-				return s.creds.Load().doors[key].tls, nil
-			}})
+			ln = tls.NewListener(ln, s.certs.Config(dc.Key))
+		}
+		if dc.ProxyProtocol {
+			ln = &proxyListener{Listener: ln, s: s, d: d}
 		}
 		d.ln = ln
 		d.srv = &http.Server{
@@ -128,6 +142,7 @@ func New(o Options) (*Server, error) {
 			WriteTimeout:      writeTimeout,
 			IdleTimeout:       idleTimeout,
 			MaxHeaderBytes:    maxHeaderBytes,
+			ConnContext:       withProxyConn,
 			// A stranger's broken handshake or request is theirs, not the
 			// broker's fault: said at debug, where it cannot flood the log.
 			ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
@@ -155,7 +170,7 @@ func (s *Server) Start() {
 			at = d.ln.Addr().String()
 		}
 		s.log.Info("operations listener open", "listener", d.cfg.Name, "kind", d.cfg.Kind, "address", at, "tls", d.cfg.TLS != nil,
-			"password_file", d.cfg.PasswordFile)
+			"proxy_protocol", d.cfg.ProxyProtocol, "password_file", d.cfg.PasswordFile)
 		s.wg.Add(1)
 		go func() {
 			defer s.wg.Done()

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"crypto/tls"
 	"fmt"
 	"log/slog"
 	"time"
@@ -65,12 +64,8 @@ func loadCertificates(cfg *config.Config, log *slog.Logger) (*certs.Store, error
 	var files []certs.Files
 	for _, ln := range cfg.Broker.MQTT.Listeners {
 		if t := ln.TLS; t != nil {
-			min := uint16(tls.VersionTLS12)
-			if t.MinVersion == "1.3" {
-				min = tls.VersionTLS13
-			}
 			files = append(files, certs.Files{Listener: ln.Key, CertFile: t.CertFile, KeyFile: t.KeyFile,
-				ClientCAFile: t.ClientCAFile, RequireCertificate: t.RequireCertificate, MinVersion: min})
+				ClientCAFile: t.ClientCAFile, RequireCertificate: t.RequireCertificate, MinVersion: certs.MinVersion(t.MinVersion)})
 		}
 	}
 	st, loaded, err := certs.Load(files)

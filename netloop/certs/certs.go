@@ -30,6 +30,15 @@ type Files struct {
 	MinVersion         uint16 // tls.VersionTLS12 or tls.VersionTLS13; 0 is 1.2
 }
 
+// MinVersion is crypto/tls's version for a tls.min_version the
+// configuration validated ("1.2" or "1.3").
+func MinVersion(v string) uint16 {
+	if v == "1.3" {
+		return tls.VersionTLS13
+	}
+	return tls.VersionTLS12
+}
+
 // Loaded is what one door's files held when they were read.
 type Loaded struct {
 	Listener string
@@ -89,19 +98,32 @@ func (s *Store) Config(listener string) *tls.Config {
 	return nil
 }
 
-// Reload re-reads every door's files from the paths they were loaded from.
-// Nothing changes unless every door's files load: a renewal lands as two
-// files, and a signal between the two writes meets a key that does not match
-// its certificate; then every door keeps serving what it had and the error
-// names each door that failed and why.
+// Reload re-reads every door's files from the paths they were loaded from
+// and serves them at once; see Reread for when nothing changes.
 func (s *Store) Reload() ([]Loaded, error) {
+	apply, loaded, err := s.Reread()
+	if err != nil {
+		return nil, err
+	}
+	apply()
+	return loaded, nil
+}
+
+// Reread re-reads every door's files from the paths they were loaded from
+// and returns apply, which serves them; nothing changes before apply is
+// called, so a caller re-reading other files too applies all or none. Nothing
+// is returned to apply unless every door's files load: a renewal lands as
+// two files, and a signal between the two writes meets a key that does not
+// match its certificate; then every door keeps serving what it had and the
+// error names each door that failed and why.
+func (s *Store) Reread() (apply func(), loaded []Loaded, err error) {
 	if s == nil {
-		return nil, nil
+		return func() {}, nil, nil
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	next := make([]*tls.Config, len(s.doors))
-	loaded := make([]Loaded, 0, len(s.doors))
+	loaded = make([]Loaded, 0, len(s.doors))
 	var errs []error
 	for i, d := range s.doors {
 		cfg, l, err := build(d.files)
@@ -113,12 +135,15 @@ func (s *Store) Reload() ([]Loaded, error) {
 		loaded = append(loaded, l)
 	}
 	if err := errors.Join(errs...); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	for i, d := range s.doors {
-		d.current.Store(next[i])
-	}
-	return loaded, nil
+	return func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		for i, d := range s.doors {
+			d.current.Store(next[i])
+		}
+	}, loaded, nil
 }
 
 // build reads one door's files into the configuration its handshakes use.

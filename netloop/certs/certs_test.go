@@ -112,10 +112,16 @@ func TestReloadAllOrNothing(t *testing.T) {
 		t.Fatalf("after a failed reload door a serves %q, want first", got)
 	}
 	certstest.WriteFile(t, keyA, renewed.KeyPEM)
-	loaded, err = st.Reload()
+	// Reread reads the pair and serves it only once applied, so a SIGUSR1
+	// whose other files fail can leave every door as it was.
+	apply, loaded, err := st.Reread()
 	if err != nil || len(loaded) != 2 {
-		t.Fatalf("reload: %v %+v", err, loaded)
+		t.Fatalf("reread: %v %+v", err, loaded)
 	}
+	if got := served(); got != "first" {
+		t.Fatalf("before apply door a serves %q, want first", got)
+	}
+	apply()
 	if got := served(); got != "renewed" {
 		t.Fatalf("after the reload door a serves %q, want renewed", got)
 	}

@@ -16,7 +16,14 @@ import (
 	"hash/crc32"
 	"io"
 	"net/netip"
+	"time"
 )
+
+// HeaderTimeout is how long a door with proxy_protocol waits for the header
+// from accept: a proxy writes it the moment it connects, so only a peer that
+// is not a proxy takes longer. Fixed, not configured (RFC 0002 "Behind a
+// proxy that terminated TLS").
+const HeaderTimeout = 5 * time.Second
 
 // signature opens every v2 header.
 var signature = [12]byte{0x0D, 0x0A, 0x0D, 0x0A, 0x00, 0x0D, 0x0A, 0x51, 0x55, 0x49, 0x54, 0x0A}
@@ -85,10 +92,16 @@ type Header struct {
 // 0. Anything else names nobody (RFC 0002 "Behind a proxy that terminated
 // TLS").
 func (h *Header) Name() (name string, ok bool) {
-	if h.Local || !h.SSL || h.ClientFlags&clientSSL == 0 || h.ClientFlags&(clientCertConn|clientCertSess) == 0 || h.Verify != 0 {
+	if !h.Verified() {
 		return "", false
 	}
 	return h.CN, h.CN != ""
+}
+
+// Verified reports a certificate the proxy says it verified - TLS, a
+// certificate presented, verify result 0 - whether or not it sent a CN.
+func (h *Header) Verified() bool {
+	return !h.Local && h.SSL && h.ClientFlags&clientSSL != 0 && h.ClientFlags&(clientCertConn|clientCertSess) != 0 && h.Verify == 0
 }
 
 // Unverified reports a certificate the proxy saw and did not verify.
