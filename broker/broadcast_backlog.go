@@ -816,6 +816,17 @@ func (b *Broker) Acked(c delivery.Client, r delivery.Ref) {
 	b.ack(c, b.routes.byRef(r), r, engine.AckFinished, 0)
 }
 
+// Room implements netloop.Handler: c's full window has a place again, told
+// to every engine watching for it (a queue offers its worker the next job
+// at once). With none plugged it is one atomic load.
+func (b *Broker) Room(c delivery.Client) {
+	if ws := b.routes.watchers.Load(); ws != nil {
+		for _, w := range *ws {
+			w.Room(c.ClientID())
+		}
+	}
+}
+
 // resend makes s's entry at offset one not handed over, and pumps: it was
 // on a connection that no longer owns the session, which will not finish it.
 // A re-send says DUP. Shard lock held.

@@ -36,6 +36,9 @@ type routes struct {
 	// channels in plugging order (replaced whole by Plug).
 	broadcast engine.Engine
 	all       atomic.Pointer[[]engine.Engine]
+	// watchers are the plugged engines told of a reopened window
+	// (engine.RoomWatcher), nil for none (replaced whole by Plug).
+	watchers atomic.Pointer[[]engine.RoomWatcher]
 }
 
 // init gives the routes the broadcast engine, before any other use.
@@ -99,6 +102,14 @@ func (b *Broker) Plug(e engine.Engine) error {
 	r.channels.Store(&all)
 	every := append([]engine.Engine{r.broadcast}, all...)
 	r.all.Store(&every)
+	if w, ok := e.(engine.RoomWatcher); ok {
+		var ws []engine.RoomWatcher
+		if old := r.watchers.Load(); old != nil {
+			ws = append(ws, *old...)
+		}
+		ws = append(ws, w)
+		r.watchers.Store(&ws)
+	}
 	r.table.Store(next)
 	return nil
 }

@@ -63,6 +63,14 @@ type Handler interface {
 	// delivery's, handed back unread.
 	Acked(c delivery.Client, ref delivery.Ref)
 
+	// Room is told that a settle - of any delivery, numbered or not - gave a
+	// place back in a window that was full: CanTake, which refused every QoS
+	// 1 or 2 delivery, takes one again. It follows that settle's Acked. A
+	// queue offers only into a window with room, so the PUBACK reopening it
+	// offers the worker its next job at once rather than at the next offer
+	// tick (notes-0003 "Delivery").
+	Room(c delivery.Client)
+
 	// Unfinished hands back the QoS 1 and 2 deliveries an ending connection
 	// leaves unfinished - on the wire in the order they were sent, under
 	// their identifiers, then those still queued - for the connection that

@@ -27,6 +27,7 @@ func (NopHandler) Release(delivery.Client, uint16) (codec.ReasonCode, string) {
 }
 func (NopHandler) Received(delivery.Client, delivery.Ref, uint16) bool { return true }
 func (NopHandler) Acked(delivery.Client, delivery.Ref)                 {}
+func (NopHandler) Room(delivery.Client)                                {}
 func (NopHandler) Unfinished(delivery.Client, []delivery.Unfinished)   {}
 func (NopHandler) Waits(delivery.Client, delivery.Call, *codec.Publish, delivery.Ref) bool {
 	return false

@@ -254,11 +254,18 @@ func (c *Conn) releaseAnswered(sc *scratch, packetID uint16, code codec.ReasonCo
 
 // settle ends an outbound exchange and gives its window place back.
 func (c *Conn) settle(id uint16, f inflight) {
+	// Full as CanTake counts it: what is on the wire and what is queued fill
+	// the client's Receive Maximum exactly, so taking one off the wire opens
+	// the window.
+	full := len(c.inflight)+c.out.len() == c.clientRecvMax
 	delete(c.inflight, id)
 	c.onWire.Store(int32(len(c.inflight)))
 	c.inflightBytes -= f.size
 	f.msg.Release()
 	c.reportAcked(f)
+	if full {
+		c.srv.opts.Handler.Room(c)
+	}
 }
 
 // reportAcked hands the delivery's Ref back to the handler when its exchange

@@ -132,6 +132,16 @@ type PointReader interface {
 	Get(topic string) (v store.Value, ok bool, err error)
 }
 
+// RoomWatcher is what an engine that offers only into a window with room
+// (queue) adds to Engine: Room says clientID's connection has a place again
+// in its full in-flight window, after a settle of any engine's delivery
+// (netloop.Handler.Room), so that the engine offers at once rather than at
+// its next tick (notes-0003 "Delivery"). Called on the connection's loop
+// with no broker lock held; it must not block.
+type RoomWatcher interface {
+	Room(clientID string)
+}
+
 // Released is what Release wrote: the record at its offset in the engine's
 // store, as the publisher sent it.
 type Released struct {

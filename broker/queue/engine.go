@@ -102,13 +102,16 @@ type Engine struct {
 	// C are the queue's counters.
 	C Counters
 
-	mu      sync.Mutex
-	box     []event
-	wake    chan struct{}
-	quit    chan struct{}
-	done    chan struct{}
-	started bool
-	closed  bool
+	mu  sync.Mutex
+	box []event
+	// roomWait are the workers passed over for a full in-flight window:
+	// Room, on the connection's loop, wakes the goroutine for one of them.
+	roomWait map[string]struct{}
+	wake     chan struct{}
+	quit     chan struct{}
+	done     chan struct{}
+	started  bool
+	closed   bool
 
 	// Owned by the run goroutine.
 	workers []*worker
@@ -147,6 +150,7 @@ const (
 	evAnswer
 	evTimeout
 	evBarrier
+	evRoom
 )
 
 type event struct {
@@ -172,7 +176,7 @@ func New(o Options) (*Engine, error) {
 		opts: o, q: o.Store, host: o.Host, clk: o.Host.Clock(), log: o.Host.Logger(),
 		form: topic.QueuePrefix + o.Name, response: topic.QueuePrefix + o.Name + "/response",
 		wake: make(chan struct{}, 1), quit: make(chan struct{}), done: make(chan struct{}),
-		byID: map[string]*worker{}, out: map[uint64]*lease{},
+		byID: map[string]*worker{}, out: map[uint64]*lease{}, roomWait: map[string]struct{}{},
 	}
 	for _, f := range o.Filters {
 		if err := e.filters.Add(f, f); err != nil {
@@ -306,6 +310,32 @@ func (e *Engine) Ack(s engine.Session, ref delivery.Ref, stage engine.AckStage, 
 	return true
 }
 
+// Room: a settle of any delivery reopened clientID's full window. A worker
+// passed over for it is offered at once, not at the next tick (checklist
+// C4.5); anyone else costs a map lookup.
+func (e *Engine) Room(clientID string) {
+	e.mu.Lock()
+	_, waiting := e.roomWait[clientID]
+	delete(e.roomWait, clientID)
+	e.mu.Unlock()
+	if waiting {
+		e.post(event{kind: evRoom, client: clientID})
+	}
+}
+
+// awaitRoom has Room wake the goroutine when w's window reopens. A settle
+// between the refusal and this registration found nobody waiting, so the
+// window is asked again after it, and a place already back is acted on
+// now.
+func (e *Engine) awaitRoom(id string, c delivery.Client, m *delivery.Message, dl delivery.Delivery) {
+	e.mu.Lock()
+	e.roomWait[id] = struct{}{}
+	e.mu.Unlock()
+	if c.CanTake(m, dl) {
+		e.Room(id)
+	}
+}
+
 // Restore starts the queue: every stored job is available (the store saw to
 // it, invariant 15), offered at the first tick.
 func (e *Engine) Restore() error {
@@ -413,6 +443,9 @@ func (e *Engine) handle(ev *event) {
 		}
 		e.handBackWorker(w)
 		delete(e.byID, ev.client)
+		e.mu.Lock()
+		delete(e.roomWait, ev.client)
+		e.mu.Unlock()
 		for i, x := range e.workers {
 			if x == w {
 				e.workers = append(e.workers[:i], e.workers[i+1:]...)
@@ -437,6 +470,8 @@ func (e *Engine) handle(ev *event) {
 		}
 		e.log.Debug("queue: visibility timeout", "offset", l.d.Offset, "holder", l.holder)
 		e.handBack(l, causeTimeout, l.leasedAt)
+		e.dispatch()
+	case evRoom:
 		e.dispatch()
 	case evBarrier:
 		close(ev.done)
@@ -693,7 +728,12 @@ func (e *Engine) offer(w *worker, c delivery.Client) (offered, more bool) {
 				// (checklist C4.7).
 				e.log.Warn("queue: a job is larger than the worker's Maximum Packet Size", "offset", d.Offset, "client_id", w.id)
 				c.Kick(codec.PacketTooLarge)
+				return false, true
 			}
+			// A full window is passed over like a held job (checklist
+			// C4.3) until the settle that reopens it.
+			e.log.Debug("queue: passed over a full window", "offset", d.Offset, "client_id", w.id)
+			e.awaitRoom(w.id, c, m, dl)
 			return false, true
 		}
 		l := &lease{d: d, job: j, holder: w.id, seq: seq}

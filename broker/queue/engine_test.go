@@ -346,6 +346,35 @@ func TestFullWindowPassedOverLikeAHeldJob(t *testing.T) {
 	}
 }
 
+// settleOther is a PUBACK of another engine's delivery to c: a place back
+// in its window, told to the engine as netloop's settle tells the broker.
+func (r *rig) settleOther(c *fakeClient) {
+	c.mu.Lock()
+	c.unacked--
+	c.mu.Unlock()
+	r.e.Room(c.id)
+	r.e.sync()
+}
+
+// TestPubackReopeningAFullWindowOffersAtOnce (checklist C4.5): a worker
+// passed over for a window full of another engine's delivery is offered
+// its job by the PUBACK that reopens it, the clock standing still.
+func TestPubackReopeningAFullWindowOffersAtOnce(t *testing.T) {
+	r := newRig(t, opts())
+	w := r.worker("w1")
+	w.window = 1
+	w.unacked = 1 // a broadcast delivery fills its one slot
+	r.publish("work/7/inspect", "x")
+	r.tick()
+	if n := len(w.offers()); n != 0 {
+		t.Fatalf("a full window was offered %d", n)
+	}
+	r.settleOther(w) // no tick
+	if n := len(w.offers()); n != 1 {
+		t.Fatalf("after the PUBACK reopening its window the worker was offered %d, want its job at once", n)
+	}
+}
+
 func TestNoTimerWhileDelivering(t *testing.T) {
 	r := newRig(t, opts())
 	w := r.worker("w1")
