@@ -35,6 +35,11 @@ type Counters struct {
 	// broker was stopped, ended at the start
 	// (saguin_sessions_dropped_total{cause="expired_while_stopped"}).
 	SessionsExpiredWhileStopped atomic.Uint64
+	// SessionsDroppedSubscriptionRefused: sessions ended at a start because
+	// they held a subscription the rules now refuse - a channel that became
+	// a queue, most often
+	// (saguin_sessions_dropped_total{cause="subscription_refused"}).
+	SessionsDroppedSubscriptionRefused atomic.Uint64
 	// SessionExpiryShortened: restored sessions whose expiry was above
 	// limits.max_session_expiry as it stands now
 	// (saguin_session_expiry_shortened_total).

@@ -54,11 +54,11 @@ func (b *Broker) Restore() error {
 	if err := b.restoreExpired(r, returnedBy); err != nil {
 		return err
 	}
-	b.resubscribeChannels()
+	refused := b.resubscribeChannels(r)
 	b.restoreWills(r)
-	b.counters.SessionsRestored.Add(uint64(len(r.kept)))
+	b.counters.SessionsRestored.Add(uint64(len(r.kept) - refused))
 	if r.stored > 0 {
-		b.log.Info("sessions restored", "kept", len(r.kept), "ended", r.stored-len(r.kept), "expired", len(r.expired),
+		b.log.Info("sessions restored", "kept", len(r.kept)-refused, "ended", r.stored-len(r.kept), "expired", len(r.expired), "refused", refused,
 			"wills_published", len(r.due), "broadcast_log_messages", b.bcast.log.Len())
 	}
 	return nil

@@ -70,6 +70,17 @@ func (b *Broker) queueForm(c delivery.Client, filter string, o delivery.Subscrib
 	return codec.Success, "", true
 }
 
+// refusedAtStart judges a restored filter under $saguin/queue/ as a
+// SUBSCRIBE's would be (the channels may have changed while the broker was
+// stopped); every other filter is judged by the engines it reaches.
+func (b *Broker) refusedAtStart(filter string, sub subscription) (codec.ReasonCode, string) {
+	if !strings.HasPrefix(filter, topic.QueuePrefix) {
+		return codec.Success, ""
+	}
+	_, _, code, why := sagchannel.ClassifySubscribe(filter, sagchannel.SubscribeAsk{Version: codec.Version5, QoS: sub.qos, NoLocal: sub.noLocal}, b.routes.kindOf)
+	return code, why
+}
+
 // queueFormEngine is the queue engine whose form filter is, nil for none.
 func (b *Broker) queueFormEngine(filter string) engine.Engine {
 	name, ok := strings.CutPrefix(filter, topic.QueuePrefix)

@@ -208,21 +208,66 @@ func (b *Broker) restoreEngines() error {
 
 // resubscribeChannels hands every channel engine the subscriptions of the
 // sessions restored that reach it, marked restoring: nothing is delivered
-// until a session's connection resumes it.
-func (b *Broker) resubscribeChannels() {
+// until a session's connection resumes it. A session holding a
+// subscription the rules now refuse - a filter inside what became a queue,
+// a queue's form naming a queue no more - is ended instead, and counted:
+// MQTT cannot tell a resuming client that one of its subscriptions is gone,
+// so it comes back to Session Present 0 and asks again (RFC 0005
+// saguin_sessions_dropped_total{cause="subscription_refused"}; checklist
+// C2.22). It answers how many were ended.
+func (b *Broker) resubscribeChannels(r *restoring) int {
 	if b.routes.table.Load() == nil {
-		return
+		return 0
 	}
+	var refused []*session
 	for i := range b.shards {
 		sh := &b.shards[i]
 		sh.mu.Lock()
 		for _, s := range sh.sessions {
 			for f, sub := range s.filters {
-				b.subscribeChannels(restoringSession{s}, filterOf(f, sub, false, nil))
+				code, why := b.refusedAtStart(f, sub)
+				if code == codec.Success {
+					code, why = b.subscribeChannels(restoringSession{s}, filterOf(f, sub, false, nil))
+				}
+				if code >= 0x80 {
+					b.log.Warn("session ended at the start: it holds a subscription the channels now refuse",
+						"client_id", s.id, "filter", f, "code", code.String(), "why", why)
+					refused = append(refused, s)
+					break
+				}
 			}
 		}
 		sh.mu.Unlock()
 	}
+	for _, s := range refused {
+		b.endRefused(r, s)
+	}
+	return len(refused)
+}
+
+// endRefused ends a restored session whose subscription is refused. Its
+// Will, if one fell due or waits with a due moment, falls due now and is
+// published before the record goes (notes-0003 "Restart behaviour"); a
+// Will with no due moment - its client was connected at the stop - goes
+// with the session.
+func (b *Broker) endRefused(r *restoring, s *session) {
+	will := s.will
+	for i, d := range r.due {
+		if d.s == s {
+			will = d.will
+			r.due = append(r.due[:i], r.due[i+1:]...)
+			break
+		}
+	}
+	if will != nil && !will.DueAt.IsZero() {
+		b.publishWill(s.id, will, WillStart)
+	}
+	sh := b.shard(s.id)
+	sh.mu.Lock()
+	s.will = nil
+	b.endSession(sh, s, "a subscription the channels now refuse", false)
+	sh.mu.Unlock()
+	b.counters.SessionsDroppedSubscriptionRefused.Add(1)
 }
 
 // filterOf is one subscription as an engine is handed it, with the

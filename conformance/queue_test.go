@@ -409,3 +409,40 @@ func TestQueueFormWithSaguinFilterIs0x83ForThatFilterAlone(t *testing.T) {
 		t.Fatalf("SUBACK %v, want [0x83 0x01]", ack.ReasonCodes)
 	}
 }
+
+// TestQueueSessionHoldingAFilterTheNewQueueRefusesIsEndedAtStart (checklist
+// C2.22): a kept session subscribed to work/+/inspect while it was
+// broadcast, the broker restarted with a queue claiming that filter: the
+// session is ended at the start and counted subscription_refused, its client
+// comes back to Session Present 0; a session whose filter the queue does
+// not refuse is restored.
+func TestQueueSessionHoldingAFilterTheNewQueueRefusesIsEndedAtStart(t *testing.T) {
+	dir := t.TempDir()
+	base := saguinYAML(sqliteStorage, "operations:\n  listen:\n    tcp:\n      address: 127.0.0.1:0")
+	b := startSaguin(t, dir, base)
+	inside, crossing := awaySubscriber(t, b.addr, "work/+/inspect"), awaySubscriber(t, b.addr, "work/#")
+	b.stop()
+
+	b = startSaguin(t, dir, base+"channels:\n  jobs:\n    type: queue\n    filter: work/+/inspect\n")
+	if b.log.wait(regexp.MustCompile(`session ended at the start: it holds a subscription the channels now refuse.*client_id=`+inside+`.*filter=work/\+/inspect code="Topic Filter invalid"`), 5*time.Second) == "" {
+		t.Fatal("no warning for the session holding a filter inside the queue")
+	}
+	ob := &opsBroker{brokerProc: b}
+	if m := opsOpenRE.FindStringSubmatch(b.log.wait(opsOpenRE, 5*time.Second)); m != nil {
+		ob.ops = m[3]
+	}
+	_, body := ob.get(t, "GET", "/metrics")
+	fams := parseScrape(t, body)
+	if v, ok := value(fams["saguin_sessions_dropped_total"], "cause", "subscription_refused"); !ok || v != 1 {
+		t.Errorf("saguin_sessions_dropped_total{cause=subscription_refused} = %v (present %v), want 1", v, ok)
+	}
+	if v, ok := value(fams["saguin_sessions_restored_total"]); !ok || v != 1 {
+		t.Errorf("saguin_sessions_restored_total = %v (present %v), want 1: the crossing session alone", v, ok)
+	}
+	if ack := dialRaw(t, b.addr, codec.Version5).mustConnect(inside, session(300)); ack.SessionPresent {
+		t.Error("Session Present 1 for the session ended at the start")
+	}
+	if ack := dialRaw(t, b.addr, codec.Version5).mustConnect(crossing, session(300)); !ack.SessionPresent {
+		t.Error("Session Present 0 for a session whose filter merely crosses the queue")
+	}
+}

@@ -165,7 +165,7 @@ func (src *Source) collect(now time.Time) *snapshot {
 	s.add("saguin_sessions_restored_total", bc.SessionsRestored.Load())
 	s.add("saguin_sessions_dropped_total", bc.SessionsDroppedStorageFull.Load(), "storage_full")
 	s.add("saguin_sessions_dropped_total", bc.SessionsExpiredWhileStopped.Load(), "expired_while_stopped")
-	s.add("saguin_sessions_dropped_total", 0, "subscription_refused")
+	s.add("saguin_sessions_dropped_total", bc.SessionsDroppedSubscriptionRefused.Load(), "subscription_refused")
 	s.addInt("saguin_session_queue_messages", bc.LogMessages.Load())
 	s.addInt("saguin_session_queue_bytes", bc.LogBytes.Load())
 	s.add("saguin_retained_messages", uint64(max(src.Broker.RetainedMessages(), 0)))
