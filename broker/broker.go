@@ -23,6 +23,7 @@ import (
 	"github.com/saguin-edge/saguin/broker/acl"
 	channelrules "github.com/saguin-edge/saguin/broker/channel"
 	"github.com/saguin-edge/saguin/broker/clock"
+	"github.com/saguin-edge/saguin/broker/engine"
 	"github.com/saguin-edge/saguin/codec"
 	"github.com/saguin-edge/saguin/codec/topic"
 	"github.com/saguin-edge/saguin/config/defaults"
@@ -204,6 +205,9 @@ type session struct {
 	// from a member may let their backlogs drain (broadcast_sharedrain.go). Guarded by
 	// the shard lock and the shares lock together; either one reads.
 	groups []*shareGroup
+	// floorPassed: the session ends because retention passed one of its
+	// positions at a CONNECT; its other positions are kept (KeepsPositions).
+	floorPassed bool
 	// conn is what its latest connection said of itself, for
 	// /v1/operations/sessions; zero for a session restored at a start and
 	// not connected since.
@@ -227,6 +231,9 @@ func (s *session) ownedBy(c delivery.Client) bool {
 func (s *session) ClientID() string { return s.id }
 func (s *session) Kept() bool       { return s.expiry > 0 }
 func (s *session) Restoring() bool  { return false }
+func (s *session) KeepsPositions() bool {
+	return s.floorPassed
+}
 
 // restoringSession is a session being replayed at Restore: engines rebuild
 // what they serve for it and deliver nothing.
@@ -370,6 +377,17 @@ func (b *Broker) Connect(c delivery.Client, req *netloop.ConnectRequest) (bool, 
 		b.endSession(sh, s, "clean start", false) // publishes a Will waiting on it
 		s = nil
 	}
+	if s != nil && b.positionPassed(s) {
+		// Retention removed records a stored position still pointed to: the
+		// session is not resumed but ended (a Will waiting on it published),
+		// so the CONNECT is answered Session Present 0 and the consumer starts
+		// where a reader with no position starts (RFC 0003 "Resuming below
+		// the retention floor"). Its positions retention did not pass stay.
+		s.floorPassed = true
+		b.log.Info("session discarded at CONNECT: retention passed one of its positions", "client_id", req.ClientID)
+		b.endSession(sh, s, "retention passed a position", false)
+		s = nil
+	}
 	present := s != nil
 	if s != nil {
 		b.stopTimer(s)
@@ -429,6 +447,17 @@ func (b *Broker) Connect(c delivery.Client, req *netloop.ConnectRequest) (bool, 
 			"client_id", req.ClientID, "will_delay", will.Delay)
 	}
 	return present, codec.Success
+}
+
+// positionPassed asks every append engine whether retention passed s's
+// position there (engine.FloorGuard). Shard lock held.
+func (b *Broker) positionPassed(s *session) bool {
+	for _, e := range b.routes.engines() {
+		if g, ok := e.(engine.FloorGuard); ok && g.Passed(s.id) {
+			return true
+		}
+	}
+	return false
 }
 
 // connectWrites stores what a CONNECT must before its CONNACK: a resumed

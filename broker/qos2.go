@@ -57,6 +57,9 @@ func (b *Broker) hold(c delivery.Client, p *codec.Publish, eng engine.Engine) (c
 	defer sh.mu.Unlock()
 	s.holding--
 	if err != nil {
+		if errors.Is(err, store.ErrChannelFull) {
+			return b.refusePublish(id, p, codec.QuotaExceeded, holderName(eng)+" is at its max_bytes")
+		}
 		if store.IsFull(err) {
 			return b.refusePublish(id, p, codec.QuotaExceeded, holderName(eng)+"'s provider is full")
 		}

@@ -762,3 +762,32 @@ func TestCatalogueAnswersWhatAChannelIs(t *testing.T) {
 	ask("events", 0, true)
 	c.expectNothing("a QoS 0 catalogue request is dropped")
 }
+
+// A1.22, A1.15: a QoS 2 publish into a channel already at its max_bytes is
+// refused at the PUBREC, 0x97, and nothing is held (a PUBREL for it finds
+// nothing: PUBCOMP 0x92); a 3.1.1 publisher is closed instead.
+func TestAppendQoS2IntoAFullChannelRefused0x97AtPubrec(t *testing.T) {
+	b := startAppend(t, t.TempDir(), memoryStorage, "", "max_bytes: 200")
+	pub := dialRaw(t, b.addr, codec.Version5)
+	pub.mustConnect("pub", nil)
+	big := []byte(strings.Repeat("x", 100))
+	pub.publishQoS1("ev/f", big, 1)
+	pub.publish("ev/f", big, 2, 2)
+	if code := pub.expectAck(codec.TypePubrec, 2); code != codec.QuotaExceeded {
+		t.Fatalf("PUBREC 0x%02x into a full channel, want 0x97", byte(code))
+	}
+	pub.sendAck(codec.TypePubrel, 2)
+	if code := pub.expectAck(codec.TypePubcomp, 2); code != codec.PacketIdentifierNotFound {
+		t.Fatalf("PUBCOMP 0x%02x for the refused publish, want 0x92: it was held", byte(code))
+	}
+	old := dialRaw(t, b.addr, codec.Version311)
+	old.mustConnect("old", nil)
+	old.publish("ev/f", big, 2, 1)
+	old.expectClosed()
+	sub := dialRaw(t, b.addr, codec.Version5)
+	sub.mustConnect("sub", nil)
+	sub.mustSubscribe(1, "ev/#", 1)
+	if got := sub.collect(2); len(got) != 1 {
+		t.Fatalf("%d records kept, want the one stored", len(got))
+	}
+}

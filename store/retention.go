@@ -3,19 +3,21 @@ package store
 import (
 	"context"
 	"log/slog"
-	"time"
+
+	"github.com/saguin-edge/saguin/broker/clock"
 )
 
 // RunRetention runs a provider's two retention sweeps until ctx ends: by size
 // every SizeSweepPeriod, by age every AgeSweepPeriod(p.ShortestAge()) - the
 // age period is re-read after each pass, so stores opened later count. Both
 // run once at start, so a broker that was down while records aged does not
-// wait a tick. A failed pass is reported to hooks.StorageError and logged;
-// the next tick runs again (retention may be refused room and simply retries).
-func RunRetention(ctx context.Context, p Provider, now func() time.Time, hooks Hooks, log *slog.Logger) {
-	if now == nil {
-		now = time.Now
-	}
+// wait a tick, and both periods are logged then (notes-0003 "When retention
+// removes"). Every period and every "now" is clk's, the broker's injected
+// clock, so a test moves a fake one past a deadline instead of waiting for
+// it. A failed pass is reported to hooks.StorageError and logged; the next
+// tick runs again (retention may be refused room and simply retries).
+func RunRetention(ctx context.Context, p Provider, clk clock.Clock, hooks Hooks, log *slog.Logger) {
+	clk = clock.Or(clk)
 	if log == nil {
 		log = slog.Default()
 	}
@@ -25,31 +27,43 @@ func RunRetention(ctx context.Context, p Provider, now func() time.Time, hooks H
 		}
 		log.Error("retention sweep failed", "provider", p.Name(), "sweep", kind, "error", err)
 	}
+	agePeriod := AgeSweepPeriod(p.ShortestAge())
+	log.Info("retention sweeps", "provider", p.Name(), "size_every", SizeSweepPeriod.String(), "age_every", agePeriod.String())
 	if _, err := p.SweepBySize(); err != nil {
 		fail("size", err)
 	}
-	if _, err := p.SweepByAge(now()); err != nil {
+	if _, err := p.SweepByAge(clk.Now()); err != nil {
 		fail("age", err)
 	}
-	sizeTick := time.NewTicker(SizeSweepPeriod)
+	sizeTick := clk.NewTicker(SizeSweepPeriod)
 	defer sizeTick.Stop()
-	agePeriod := AgeSweepPeriod(p.ShortestAge())
-	ageTimer := time.NewTimer(agePeriod)
-	defer ageTimer.Stop()
+	// The age pass is a one-shot timer re-armed after each pass with the
+	// period read again; it hands its moment over a channel so that both
+	// sweeps run on this one goroutine, never two passes at once.
+	ageDue := make(chan struct{}, 1)
+	arm := func() clock.Timer {
+		return clk.AfterFunc(AgeSweepPeriod(p.ShortestAge()), func() {
+			select {
+			case ageDue <- struct{}{}:
+			default:
+			}
+		})
+	}
+	ageTimer := arm()
+	defer func() { ageTimer.Stop() }()
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case <-sizeTick.C:
+		case <-sizeTick.C():
 			if _, err := p.SweepBySize(); err != nil {
 				fail("size", err)
 			}
-		case <-ageTimer.C:
-			if _, err := p.SweepByAge(now()); err != nil {
+		case <-ageDue:
+			if _, err := p.SweepByAge(clk.Now()); err != nil {
 				fail("age", err)
 			}
-			agePeriod = AgeSweepPeriod(p.ShortestAge())
-			ageTimer.Reset(agePeriod)
+			ageTimer = arm()
 		}
 	}
 }

@@ -48,6 +48,10 @@ type Options struct {
 	InFlightBytes int64
 	// Limits are the header bounds a record is checked against.
 	Limits channel.Limits
+	// MaxBytes is the channel's max_bytes (0: none), which the store
+	// enforces at the write; the engine asks it of a QoS 2 publish at its
+	// PUBREC too, so a full channel holds nothing (A1.22).
+	MaxBytes int64
 	// Reaches reports how many channels a subscription filter reaches;
 	// deliveries of a filter reaching more than one carry saguin-channel.
 	// nil: one.
@@ -107,10 +111,27 @@ func New(o Options) *Engine {
 	}
 }
 
-func (e *Engine) Kind() delivery.Kind  { return delivery.KindAppend }
-func (e *Engine) Name() string         { return e.o.Name }
-func (e *Engine) Filters() []string    { return e.o.Filters }
-func (e *Engine) Holder() store.Holder { return e.store }
+func (e *Engine) Kind() delivery.Kind { return delivery.KindAppend }
+func (e *Engine) Name() string        { return e.o.Name }
+func (e *Engine) Filters() []string   { return e.o.Filters }
+
+// Holder is the channel's store, which refuses a QoS 2 publish at its PUBREC
+// when the channel is already at max_bytes: nothing is held for a record the
+// PUBREL could not write (checklist A1.22; the channel may still fill
+// before the PUBREL, which is then refused and the hold kept).
+func (e *Engine) Holder() store.Holder { return roomHolder{e.store, e.o.MaxBytes} }
+
+type roomHolder struct {
+	store.AppendLog
+	maxBytes int64
+}
+
+func (h roomHolder) Hold(held store.Held) error {
+	if size := store.RecordSize(&held.Record); h.maxBytes > 0 && h.Bytes()+size > h.maxBytes {
+		return fmt.Errorf("channel %s: %d bytes held, a %d-byte record passes max_bytes %d: %w", h.Name(), h.Bytes(), size, h.maxBytes, store.ErrChannelFull)
+	}
+	return h.AppendLog.Hold(held)
+}
 
 // Waits: a record on a disk provider waits for its commit.
 func (e *Engine) Waits(string, *codec.Publish) bool { return e.o.OnDisk }
@@ -306,8 +327,16 @@ func (e *Engine) Detach(s engine.Session) {
 	e.kickFlush()
 }
 
-// End: the session is gone for good; its position goes with it.
+// End: the session is gone for good; its position goes with it - unless
+// the session ends because retention passed one of its positions at a
+// CONNECT (engine.KeepsPositions) and this one was not passed: then the
+// consumer keeps its place, with no subscription and no connection, for the
+// session begun in its place (RFC 0003 "Sessions: one owner, one ending").
 func (e *Engine) End(s engine.Session) {
+	keep := false
+	if k, ok := s.(engine.KeepsPositions); ok {
+		keep = k.KeepsPositions()
+	}
 	e.mu.Lock()
 	for f, g := range e.groups {
 		g.leave(s.ClientID())
@@ -316,6 +345,25 @@ func (e *Engine) End(s engine.Session) {
 		}
 	}
 	c := e.consumers[s.ClientID()]
+	if keep {
+		if c == nil {
+			// No place here in memory: a stored position, if any, is judged
+			// against the floor when the new session next reads.
+			e.mu.Unlock()
+			return
+		}
+		c.mu.Lock()
+		pos, floor := c.position(), e.store.Floor()
+		if !c.started || !c.kept || pos >= floor {
+			clear(c.subs)
+			c.client = nil
+			c.mu.Unlock()
+			e.mu.Unlock()
+			return
+		}
+		c.mu.Unlock()
+		e.positionLostAtConnect(s.ClientID(), pos, floor)
+	}
 	delete(e.consumers, s.ClientID())
 	e.mu.Unlock()
 	if c != nil {
@@ -334,6 +382,20 @@ func (e *Engine) End(s engine.Session) {
 			e.log.Error("dropping an ended session's position", "client_id", s.ClientID(), "error", err)
 		}
 	}()
+}
+
+// Passed implements engine.FloorGuard: clientID's durable position here is
+// below the floor (retention removed records it had not acknowledged).
+func (e *Engine) Passed(clientID string) bool {
+	e.mu.Lock()
+	c := e.consumers[clientID]
+	e.mu.Unlock()
+	if c == nil {
+		return false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.started && c.kept && c.position() < e.store.Floor()
 }
 
 // Ack moves a consumer's position on the acknowledgement of a delivery it

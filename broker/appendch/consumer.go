@@ -94,7 +94,11 @@ func (c *consumer) start(e *Engine, retainHandling byte, restoring bool) {
 			c.moveTo(e.store.Next())
 			return
 		case ok:
-			if floor := e.store.Floor(); pos.Offset < floor {
+			// A position below the floor is kept as it is while a broker
+			// start restores it: the session's next CONNECT is what finds it
+			// passed (Passed) and answers Session Present 0 (A5.2). Read
+			// by a session already connected, it restarts at the floor.
+			if floor := e.store.Floor(); pos.Offset < floor && !restoring {
 				e.positionLost(c.id, pos.Offset, floor)
 				c.moveTo(floor)
 				return
@@ -137,6 +141,15 @@ func (c *consumer) acked(offset uint64) {
 func (e *Engine) positionLost(clientID string, position, floor uint64) {
 	e.Counters.PositionLost.Add(1)
 	e.log.Warn("a consumer's position was passed by retention; it restarts at the floor",
+		"client_id", clientID, "position", position, "floor", floor, "records_missed", floor-position)
+}
+
+// positionLostAtConnect reports a session discarded at its CONNECT because
+// retention passed its position here (A5.2, A5.7: told the client as
+// Session Present 0).
+func (e *Engine) positionLostAtConnect(clientID string, position, floor uint64) {
+	e.Counters.PositionLost.Add(1)
+	e.log.Warn("a session's position was passed by retention; its CONNECT is answered Session Present 0 and it starts where a reader with no position does",
 		"client_id", clientID, "position", position, "floor", floor, "records_missed", floor-position)
 }
 

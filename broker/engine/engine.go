@@ -142,6 +142,26 @@ type RoomWatcher interface {
 	Room(clientID string)
 }
 
+// FloorGuard is what an append engine adds to Engine: the check a CONNECT
+// makes before it resumes a session (RFC 0003 "Resuming below the retention
+// floor"). A session holding a position retention passed is not resumed: it
+// ends, and the CONNECT is answered Session Present 0 - the one signal MQTT
+// has for "you may have missed things" (invariant 1).
+type FloorGuard interface {
+	// Passed reports whether clientID's position here is below the
+	// channel's floor: records it had not acknowledged are gone.
+	Passed(clientID string) bool
+}
+
+// KeepsPositions is implemented by every Session the broker lends. It is
+// true when the session ends because retention passed one of its positions
+// at a CONNECT: an engine then keeps each position retention did not pass
+// (nothing unread was removed from it), for the session begun in its place
+// (RFC 0003 "Sessions: one owner, one ending"). False for every other end.
+type KeepsPositions interface {
+	KeepsPositions() bool
+}
+
 // Released is what Release wrote: the record at its offset in the engine's
 // store, as the publisher sent it.
 type Released struct {

@@ -32,6 +32,7 @@ func plugChannels(cfg *config.Config, st *storage, b *broker.Broker) error {
 			InFlightBytes:     l.SessionQueueBytes / 2,
 			Limits:            channel.Limits{MaxHeaderCount: l.MaxHeaderCount, MaxHeaderBytes: l.MaxHeaderBytes},
 			Reaches:           reaches,
+			MaxBytes:          ch.MaxBytes,
 		})
 		if err := b.Plug(e); err != nil {
 			return fmt.Errorf("channel %s: %w", ch.Name, err)

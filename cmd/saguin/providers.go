@@ -8,6 +8,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/saguin-edge/saguin/broker/clock"
 	"github.com/saguin-edge/saguin/config"
 	"github.com/saguin-edge/saguin/ops"
 	"github.com/saguin-edge/saguin/store"
@@ -204,7 +205,7 @@ func openStorage(cfg *config.Config, hooks store.Hooks, log *slog.Logger) (_ *st
 		st.sweeps.Add(1)
 		go func() {
 			defer st.sweeps.Done()
-			store.RunRetention(ctx, p, nil, hooks, log)
+			store.RunRetention(ctx, p, clock.Real, hooks, log)
 		}()
 	}
 	return st, nil
