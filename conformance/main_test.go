@@ -78,6 +78,14 @@ func (l *logLines) add(s string) {
 	l.mu.Unlock()
 }
 
+// snapshot is the lines collected so far: the broker may still be writing
+// (its retention sweeps log once started).
+func (l *logLines) snapshot() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]string(nil), l.lines...)
+}
+
 // wait returns the first line from index from on matching re, or "" at the
 // deadline.
 func (l *logLines) wait(re *regexp.Regexp, d time.Duration) string {

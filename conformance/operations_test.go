@@ -45,7 +45,7 @@ func startOps(t *testing.T, dir, ops string, cfg brokerConfig) *opsBroker {
 	cfg.Broker += "\noperations:\n" + indentLines(ops, "  ")
 	b := startBrokerIn(t, dir, cfg)
 	ob := &opsBroker{brokerProc: b}
-	for _, line := range b.log.lines {
+	for _, line := range b.log.snapshot() {
 		if m := opsOpenRE.FindStringSubmatch(line); m != nil {
 			if m[2] == "tcp" && ob.ops == "" {
 				ob.ops = m[3]
