@@ -250,7 +250,7 @@ func mqttJS(t *testing.T) (node, dir string) {
 	if mqttJSOnce.err != nil {
 		t.Skipf("MQTT.js could not be installed (no registry?): not checked: %v", mqttJSOnce.err)
 	}
-	for _, f := range []string{"ws.js", "page.html"} {
+	for _, f := range []string{"ws.js", "page.html", "queue-worker.js"} {
 		b, err := os.ReadFile(filepath.Join("interop", f))
 		if err != nil {
 			t.Fatal(err)
