@@ -133,7 +133,21 @@ func runCatchUp(ctx context.Context, e *Env, n int) (Values, error) {
 		v0, t0 = values, len(took)
 		mu.Unlock()
 	}, func(elapsed time.Duration) {
-		mu.Lock()
+		// A window shorter than one catch-up (a small profile on a busy
+		// machine) would report nothing: wait for the catch-up in progress
+		// and report it alone, at its own rate (each gives up after 20 s).
+		waitUntil := time.Now().Add(25 * time.Second)
+		for {
+			mu.Lock()
+			if len(took) > t0 || load.Err() != nil || time.Now().After(waitUntil) {
+				break
+			}
+			mu.Unlock()
+			if pause(ctx, time.Millisecond) != nil {
+				mu.Lock()
+				break
+			}
+		}
 		defer mu.Unlock()
 		window := append([]time.Duration(nil), took[t0:]...)
 		sort.Slice(window, func(i, j int) bool { return window[i] < window[j] })
@@ -141,6 +155,9 @@ func runCatchUp(ctx context.Context, e *Env, n int) (Values, error) {
 			v["catchup_p50_ms"] = ms(window[len(window)/2])
 		}
 		v["values_per_s"] = perSecond(values-v0, elapsed)
+		if len(window) == 1 && window[0] > elapsed {
+			v["values_per_s"] = perSecond(values-v0, window[0])
+		}
 		if wanted > 0 {
 			v["received_pct"] = 100 * float64(values) / float64(wanted)
 		}
