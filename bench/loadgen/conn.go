@@ -58,6 +58,13 @@ type Options struct {
 	// The generator sends no PINGREQ: a case that sets it holds connections
 	// for less than one and a half times it.
 	KeepAlive uint16
+	// SessionExpiry, when non-zero, connects with Clean Start 0 and this
+	// Session Expiry in seconds: a durable consumer whose session, and what
+	// it is owed, outlives the connection (the replay scenario).
+	SessionExpiry uint32
+	// ReceiveMaximum, when non-zero, is the CONNECT's Receive Maximum: how
+	// many QoS 1 deliveries the broker may have unacknowledged to it.
+	ReceiveMaximum uint16
 }
 
 // Conn is one connection to the broker.
@@ -96,8 +103,9 @@ var epoch = time.Now()
 // Now is the generator's clock, the value Stamp writes into a payload.
 func Now() int64 { return int64(time.Since(epoch)) }
 
-// Dial connects, sends CONNECT (MQTT 5, Clean Start, no keepalive, no session
-// kept after the connection) and waits for a CONNACK that accepts it.
+// Dial connects, sends CONNECT (MQTT 5, no keepalive; Clean Start and no
+// session kept after the connection unless Options.SessionExpiry says
+// otherwise) and waits for a CONNACK that accepts it.
 func Dial(ctx context.Context, opt Options) (*Conn, error) {
 	if opt.ReadBuffer <= 0 {
 		opt.ReadBuffer = 64 << 10
@@ -126,7 +134,15 @@ func Dial(ctx context.Context, opt Options) (*Conn, error) {
 func (c *Conn) handshake() error {
 	_ = c.nc.SetDeadline(time.Now().Add(c.opt.DialTimeout))
 	defer c.nc.SetDeadline(time.Time{})
-	p := codec.Connect{Version: codec.Version5, CleanStart: true, KeepAlive: c.opt.KeepAlive, ClientID: []byte(c.opt.ClientID)}
+	p := codec.Connect{Version: codec.Version5, CleanStart: c.opt.SessionExpiry == 0, KeepAlive: c.opt.KeepAlive, ClientID: []byte(c.opt.ClientID)}
+	if c.opt.SessionExpiry > 0 {
+		p.Properties.SessionExpiry = c.opt.SessionExpiry
+		p.Properties.Present.Set(codec.PropSessionExpiry)
+	}
+	if c.opt.ReceiveMaximum > 0 {
+		p.Properties.ReceiveMaximum = c.opt.ReceiveMaximum
+		p.Properties.Present.Set(codec.PropReceiveMaximum)
+	}
 	if _, err := c.nc.Write(p.Append(nil, codec.Version5)); err != nil {
 		return fmt.Errorf("writing CONNECT: %w", err)
 	}

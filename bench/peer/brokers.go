@@ -108,7 +108,11 @@ func gitVersion(ctx context.Context, dir string) string {
 // and no max_connect_rate, whose default of 500 a second would make the
 // connect rate a reading of the configuration. Everything else is default:
 // publish_rate and publish_bytes are absent (no bound) by default already.
-func saguinConfig(addr, dir string, sqlite bool) string {
+//
+// The operations listener on opsAddr serves /metrics, where the window
+// scenario reads the sqlite provider's commits; min_scrape_interval is at
+// its floor of 60 s, so a scenario scrapes once, at its end.
+func saguinConfig(addr, opsAddr, dir string, sqlite bool) string {
 	provider := "      mem:\n        type: memory\n        snapshot_dir: none\n"
 	name := "mem"
 	if sqlite {
@@ -120,6 +124,10 @@ broker:
   id: bench
   log_level: warn
   mqtt:
+    listen:
+      tcp:
+        address: %s
+  operations:
     listen:
       tcp:
         address: %s
@@ -145,17 +153,25 @@ channels:
     type: append
     filter: bench/append/#
     retention_bytes: 256MiB
-`, addr, name, provider)
+  # The replay scenario's channel: every record a durable consumer is owed
+  # is held until the run ends (up to 1,000,000 of 128 bytes), so it has no
+  # bound of its own; the run's directory goes with the run.
+  benchreplay:
+    type: append
+    filter: bench/replay/#
+    retention_bytes: none
+    retention_period: none
+`, addr, opsAddr, name, provider)
 }
 
 func saguinBroker(name, bin, version string, sqlite bool) *Broker {
-	return &Broker{Name: name, Version: version, command: func(dir, addr string) (*exec.Cmd, error) {
+	return &Broker{Name: name, Version: version, ops: true, command: func(dir, addr, opsAddr string) (*exec.Cmd, error) {
 		abs, err := filepath.Abs(dir)
 		if err != nil {
 			return nil, fmt.Errorf("resolving the run directory: %w", err)
 		}
 		path := filepath.Join(abs, "saguin.yaml")
-		if err := os.WriteFile(path, []byte(saguinConfig(addr, abs, sqlite)), 0o600); err != nil {
+		if err := os.WriteFile(path, []byte(saguinConfig(addr, opsAddr, abs, sqlite)), 0o600); err != nil {
 			return nil, fmt.Errorf("writing saguin configuration: %w", err)
 		}
 		return exec.Command(bin, "--config", path), nil
@@ -210,7 +226,7 @@ func mosquittoBroker(ctx context.Context) (*Broker, error) {
 	if line, _, _ := strings.Cut(string(out), "\n"); strings.Contains(line, "version") {
 		version = strings.TrimSpace(line[strings.Index(line, "version")+len("version"):])
 	}
-	return &Broker{Name: Mosquitto, Version: version, command: func(dir, addr string) (*exec.Cmd, error) {
+	return &Broker{Name: Mosquitto, Version: version, command: func(dir, addr, _ string) (*exec.Cmd, error) {
 		conf, err := mosquittoConfig(addr)
 		if err != nil {
 			return nil, err
@@ -235,7 +251,7 @@ func mochiBroker(ctx context.Context, opt Options) (*Broker, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Broker{Name: Mochi, Version: version, command: func(dir, addr string) (*exec.Cmd, error) {
+	return &Broker{Name: Mochi, Version: version, command: func(dir, addr, _ string) (*exec.Cmd, error) {
 		return exec.Command(bin, "-addr", addr), nil
 	}}, nil
 }

@@ -38,20 +38,27 @@ const (
 type Broker struct {
 	Name    string
 	Version string
-	// command builds the process for one run listening on addr, writing any
-	// file it needs (configuration, database) into dir.
-	command func(dir, addr string) (*exec.Cmd, error)
+	// command builds the process for one run listening on addr (and, for a
+	// broker with an operations listener, serving /metrics on opsAddr),
+	// writing any file it needs (configuration, database) into dir.
+	command func(dir, addr, opsAddr string) (*exec.Cmd, error)
+	// ops: the broker serves /metrics on a port of its own (Sagüin), which a
+	// scenario reads for what only the broker can count (records per commit).
+	ops bool
 }
 
 // Process is one running broker.
 type Process struct {
 	Broker *Broker
 	Addr   string // host:port it listens on
-	Pid    int
-	cmd    *exec.Cmd
-	exited chan struct{} // closed once the process has been reaped
-	err    error         // what Wait said, valid once exited is closed
-	log    string        // the file holding its standard output and error
+	// OpsAddr is the host:port of its operations listener (/metrics), ""
+	// for a broker that has none.
+	OpsAddr string
+	Pid     int
+	cmd     *exec.Cmd
+	exited  chan struct{} // closed once the process has been reaped
+	err     error         // what Wait said, valid once exited is closed
+	log     string        // the file holding its standard output and error
 }
 
 // Start runs the broker on a free loopback port, its files in dir, and
@@ -61,7 +68,13 @@ func (b *Broker) Start(ctx context.Context, dir string) (*Process, error) {
 	if err != nil {
 		return nil, err
 	}
-	cmd, err := b.command(dir, addr)
+	var opsAddr string
+	if b.ops {
+		if opsAddr, err = freeAddr(); err != nil {
+			return nil, err
+		}
+	}
+	cmd, err := b.command(dir, addr, opsAddr)
 	if err != nil {
 		return nil, fmt.Errorf("preparing %s: %w", b.Name, err)
 	}
@@ -79,7 +92,7 @@ func (b *Broker) Start(ctx context.Context, dir string) (*Process, error) {
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("starting %s: %w", b.Name, err)
 	}
-	p := &Process{Broker: b, Addr: addr, Pid: cmd.Process.Pid, cmd: cmd, exited: make(chan struct{}), log: logPath}
+	p := &Process{Broker: b, Addr: addr, OpsAddr: opsAddr, Pid: cmd.Process.Pid, cmd: cmd, exited: make(chan struct{}), log: logPath}
 	go func() {
 		p.err = cmd.Wait()
 		close(p.exited)

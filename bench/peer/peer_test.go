@@ -31,10 +31,17 @@ func TestSaguinConfigIsRFC0002sShapeWithOneProviderAndOneDoor(t *testing.T) {
 					Bytes     string                       `yaml:"default_retention_bytes"`
 					Providers map[string]map[string]string `yaml:"providers"`
 				} `yaml:"storage"`
-				Limits map[string]any `yaml:"limits"`
+				Limits     map[string]any `yaml:"limits"`
+				Operations struct {
+					Listen struct {
+						TCP struct {
+							Address string `yaml:"address"`
+						} `yaml:"tcp"`
+					} `yaml:"listen"`
+				} `yaml:"operations"`
 			} `yaml:"broker"`
 		}
-		if err := yaml.Unmarshal([]byte(saguinConfig("127.0.0.1:4242", "/tmp/run", sqlite)), &doc); err != nil {
+		if err := yaml.Unmarshal([]byte(saguinConfig("127.0.0.1:4242", "127.0.0.1:4243", "/tmp/run", sqlite)), &doc); err != nil {
 			t.Fatal(err)
 		}
 		b := doc.Broker
@@ -50,6 +57,9 @@ func TestSaguinConfigIsRFC0002sShapeWithOneProviderAndOneDoor(t *testing.T) {
 		}
 		if !sqlite && (p["type"] != "memory" || p["snapshot_dir"] != "none") {
 			t.Fatalf("memory provider %v", p)
+		}
+		if b.Operations.Listen.TCP.Address != "127.0.0.1:4243" {
+			t.Fatalf("operations listener %q: the window scenario reads the commits on /metrics", b.Operations.Listen.TCP.Address)
 		}
 		if b.Limits["max_connect_rate"] != "none" {
 			t.Fatalf("max_connect_rate %v: the default 500/s would be what conns measures", b.Limits["max_connect_rate"])
@@ -94,7 +104,7 @@ func TestStartedBrokerListensAndStopReapsIt(t *testing.T) {
 }
 
 func TestABrokerThatExitsAtOnceFailsItsStartWithItsOutput(t *testing.T) {
-	b := &Broker{Name: "broken", command: func(dir, addr string) (*exec.Cmd, error) {
+	b := &Broker{Name: "broken", command: func(dir, addr, _ string) (*exec.Cmd, error) {
 		return exec.Command("sh", "-c", "echo config refused >&2; exit 3"), nil
 	}}
 	_, err := b.Start(context.Background(), t.TempDir())

@@ -26,13 +26,15 @@ func fanout(p Profile, qos uint8, subscribers int) Case {
 			{Key: "latency_p99_ms", Label: "delivery p99", Unit: "ms", Better: LowerIsBetter},
 		},
 		Connections: subscribers + 1,
-		run:         func(ctx context.Context, e *Env) (Values, error) { return runFanout(ctx, e, qos, subscribers, rate) },
+		run: func(ctx context.Context, e *Env) (Values, error) {
+			return runFanout(ctx, e, qos, subscribers, rate, "bench/fanout")
+		},
 	}
 }
 
-func runFanout(ctx context.Context, e *Env, qos uint8, n, rate int) (Values, error) {
+func runFanout(ctx context.Context, e *Env, qos uint8, n, rate int, topicName string) (Values, error) {
 	var lat stats.Histogram
-	topic := []byte("bench/fanout")
+	topic := []byte(topicName)
 	subs, err := dialMany(ctx, n, e.Profile.ConnectConcurrency, "fanout-sub",
 		loadgen.Options{Addr: e.Addr, ReadBuffer: 8 << 10, OnPublish: func(p *codec.Publish) { lat.Record(loadgen.Age(p.Payload)) }},
 		func(_ int, c *loadgen.Conn) error { return c.Subscribe(string(topic), qos) })

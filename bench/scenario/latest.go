@@ -40,7 +40,7 @@ func runLatestSet(ctx context.Context, e *Env, n int) (Values, error) {
 		return nil, err
 	}
 	defer closeAll(conns)
-	return publishQoS1(ctx, e, conns, &rtt, false, func(i int) [][]byte {
+	return publishQoS1(ctx, e, conns, 1, &rtt, false, func(i int) [][]byte {
 		topics := make([][]byte, latestTopics)
 		for k := range topics {
 			topics[k] = fmt.Appendf(nil, "bench/latest/set/%d/%d", i, k)

@@ -27,7 +27,10 @@ type Profile struct {
 	// carried without loss here; at 8,192 Sagüin and mochi began to shed QoS 0
 	// and each loss costs a one-second credit stall, so a larger window
 	// measured the stall, not the broker.
-	FaninWindow        int
+	FaninWindow int
+	// ReplayRecords is how many records the replay scenario's durable
+	// consumer comes back to.
+	ReplayRecords      int
 	DrainTimeout       time.Duration // how long stragglers may take to arrive once publishing stops
 	ConnectConcurrency int           // dials in flight at once in the conns scenario
 }
@@ -40,19 +43,19 @@ var Profiles = map[string]Profile{
 		Name: "smoke", Warmup: 200 * time.Millisecond, Window: 500 * time.Millisecond, Repetitions: 1,
 		PubQ1Conns: []int{1, 8}, FanoutSubscribers: []int{100}, FanoutDeliveries: 20000,
 		LatencyRate: 1000, IdleConns: []int{1000}, SlowRate: 1000, SlowPayload: 1024, SlowFill: 500 * time.Millisecond,
-		FaninPublishers: 8, FaninPayload: 128, FaninWindow: 2048, DrainTimeout: 5 * time.Second, ConnectConcurrency: 32,
+		FaninPublishers: 8, FaninPayload: 128, FaninWindow: 2048, ReplayRecords: 20000, DrainTimeout: 5 * time.Second, ConnectConcurrency: 32,
 	},
 	"short": {
 		Name: "short", Warmup: 500 * time.Millisecond, Window: 1500 * time.Millisecond, Repetitions: 3,
 		PubQ1Conns: []int{1, 8, 32, 256}, FanoutSubscribers: []int{100, 1000}, FanoutDeliveries: 50000,
 		LatencyRate: 1000, IdleConns: []int{1000, 10000}, SlowRate: 1000, SlowPayload: 1024, SlowFill: 2 * time.Second,
-		FaninPublishers: 8, FaninPayload: 128, FaninWindow: 2048, DrainTimeout: 10 * time.Second, ConnectConcurrency: 32,
+		FaninPublishers: 8, FaninPayload: 128, FaninWindow: 2048, ReplayRecords: 200000, DrainTimeout: 10 * time.Second, ConnectConcurrency: 32,
 	},
 	"full": {
 		Name: "full", Warmup: 3 * time.Second, Window: 10 * time.Second, Repetitions: 5,
 		PubQ1Conns: []int{1, 8, 32, 256}, FanoutSubscribers: []int{100, 1000}, FanoutDeliveries: 100000,
 		LatencyRate: 1000, IdleConns: []int{1000, 10000}, SlowRate: 1000, SlowPayload: 1024, SlowFill: 6 * time.Second,
-		FaninPublishers: 8, FaninPayload: 128, FaninWindow: 2048, DrainTimeout: 20 * time.Second, ConnectConcurrency: 32,
+		FaninPublishers: 8, FaninPayload: 128, FaninWindow: 2048, ReplayRecords: 1000000, DrainTimeout: 20 * time.Second, ConnectConcurrency: 32,
 	},
 }
 
@@ -65,11 +68,17 @@ func Cases(p Profile) []Case {
 	for _, n := range p.PubQ1Conns {
 		cs = append(cs, appendPubQ1(n))
 	}
+	// The window the issue names: 64 in flight, as mosquitto_pub -l does.
+	cs = append(cs, appendWindow(64))
 	for _, qos := range []uint8{0, 1} {
 		for _, n := range p.FanoutSubscribers {
 			cs = append(cs, fanout(p, qos, n))
 		}
 	}
+	// The live fan-out of one append channel, at the first (smallest) size:
+	// the issue's 100 consumers in the shipped profiles.
+	cs = append(cs, appendFanout(p, p.FanoutSubscribers[0]))
+	cs = append(cs, replay(p.ReplayRecords))
 	cs = append(cs, latencyQ1(p))
 	for _, n := range p.IdleConns {
 		cs = append(cs, idleConns(p, n))

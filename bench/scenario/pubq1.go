@@ -48,23 +48,24 @@ func runPubQ1(ctx context.Context, e *Env, n int, topicFormat string) (Values, e
 		return nil, err
 	}
 	defer closeAll(conns)
-	return publishQoS1(ctx, e, conns, &rtt, true, func(i int) [][]byte {
+	return publishQoS1(ctx, e, conns, 1, &rtt, true, func(i int) [][]byte {
 		return [][]byte{fmt.Appendf(nil, topicFormat, i)}
 	})
 }
 
-// publishQoS1 is the measured load of pub-q1 and latest-q1: every connection
-// publishes pubQ1Payload-byte QoS 1 messages to its topics (topicsOf(i)) in
-// turn, waiting for each PUBACK before the next, until the window ends. It
+// publishQoS1 is the measured load of pub-q1, latest-q1 and append-window:
+// every connection publishes pubQ1Payload-byte QoS 1 messages to its topics
+// (topicsOf(i)) in turn, with up to window unacknowledged (1: waiting for
+// each PUBACK before the next), until the window ends. It
 // reports PUBACKs a second and the round trip from rtt, and, where withCPU,
 // the broker's CPU time per PUBACK.
-func publishQoS1(ctx context.Context, e *Env, conns []*loadgen.Conn, rtt *stats.Histogram, withCPU bool, topicsOf func(i int) [][]byte) (Values, error) {
+func publishQoS1(ctx context.Context, e *Env, conns []*loadgen.Conn, window int, rtt *stats.Histogram, withCPU bool, topicsOf func(i int) [][]byte) (Values, error) {
 	load, stop := context.WithCancel(ctx)
 	defer stop()
 	var wg sync.WaitGroup
 	errs := make(chan error, len(conns))
 	for i, c := range conns {
-		c.Start(1)
+		c.Start(window)
 		topics := topicsOf(i)
 		payload := make([]byte, pubQ1Payload)
 		wg.Go(func() {

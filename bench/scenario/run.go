@@ -86,7 +86,7 @@ func runBroker(ctx context.Context, p Profile, c Case, b *peer.Broker, rep int, 
 }
 
 func measureOn(ctx context.Context, p Profile, c Case, broker *peer.Process) (Values, error) {
-	e := &Env{Addr: broker.Addr, Pid: broker.Pid, Profile: p}
+	e := &Env{Addr: broker.Addr, Pid: broker.Pid, OpsAddr: broker.OpsAddr, Profile: p}
 	v, err := c.run(ctx, e)
 	if err != nil {
 		return nil, err

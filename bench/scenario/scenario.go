@@ -64,6 +64,7 @@ func (c Case) AllMetrics() []Metric {
 type Env struct {
 	Addr    string // the broker's host:port
 	Pid     int    // the broker's process, for /proc
+	OpsAddr string // its operations listener (/metrics), "" for a peer with none
 	Profile Profile
 
 	windowStart  time.Time

@@ -117,7 +117,8 @@ func TestShortProfileRunsTheIssuesSizes(t *testing.T) {
 		names = append(names, c.Name)
 	}
 	for _, want := range []string{"fanin-q0", "pub-q1/1", "pub-q1/8", "pub-q1/32", "pub-q1/256", "fanout-q0/100", "fanout-q0/1000",
-		"fanout-q1/100", "fanout-q1/1000", "latency-q1", "conns/1000", "conns/10000", "slow-subscriber"} {
+		"fanout-q1/100", "fanout-q1/1000", "latency-q1", "conns/1000", "conns/10000", "slow-subscriber",
+		"append-window/64", "append-fanout-q1/100", "replay/200000"} {
 		if !slices.Contains(names, want) {
 			t.Errorf("short profile lacks %s", want)
 		}
@@ -132,7 +133,7 @@ var tiny = Profile{
 	Name: "tiny", Warmup: 50 * time.Millisecond, Window: 150 * time.Millisecond, Repetitions: 1,
 	PubQ1Conns: []int{2}, FanoutSubscribers: []int{10}, FanoutDeliveries: 5000, LatencyRate: 1000,
 	IdleConns: []int{50}, SlowRate: 500, SlowPayload: 1024, SlowFill: 100 * time.Millisecond,
-	FaninPublishers: 2, FaninPayload: 128, FaninWindow: 1024, DrainTimeout: 5 * time.Second, ConnectConcurrency: 8,
+	FaninPublishers: 2, FaninPayload: 128, FaninWindow: 1024, ReplayRecords: 2000, DrainTimeout: 5 * time.Second, ConnectConcurrency: 8,
 }
 
 func TestEveryScenarioProducesItsFiguresAgainstMosquitto(t *testing.T) {
