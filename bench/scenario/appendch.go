@@ -59,19 +59,30 @@ func appendWindow(window int) Case {
 					return nil, err
 				}
 			}
-			v["records_per_commit"] = math.NaN()
-			if e.OpsAddr != "" {
-				m, err := scrape(ctx, e.OpsAddr, "saguin_storage_commits_total", "saguin_storage_committed_records_total")
-				if err != nil {
-					return nil, err
-				}
-				if commits := m["saguin_storage_commits_total"]; commits > 0 {
-					v["records_per_commit"] = m["saguin_storage_committed_records_total"] / commits
-				}
+			if v["records_per_commit"], err = recordsPerCommit(ctx, e); err != nil {
+				return nil, err
 			}
 			return v, nil
 		},
 	}
+}
+
+// recordsPerCommit is the records a sqlite commit carried over the whole
+// run, from the broker's own counters; NaN for a broker with no operations
+// listener or no commits (a memory provider).
+func recordsPerCommit(ctx context.Context, e *Env) (float64, error) {
+	if e.OpsAddr == "" {
+		return math.NaN(), nil
+	}
+	m, err := scrape(ctx, e.OpsAddr, "saguin_storage_commits_total", "saguin_storage_committed_records_total")
+	if err != nil {
+		return 0, err
+	}
+	commits := m["saguin_storage_commits_total"]
+	if commits == 0 {
+		return math.NaN(), nil
+	}
+	return m["saguin_storage_committed_records_total"] / commits, nil
 }
 
 // scrape reads the broker's /metrics once and sums each named family's

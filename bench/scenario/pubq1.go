@@ -36,8 +36,18 @@ func appendPubQ1(conns int) Case {
 	c := pubQ1(conns)
 	c.Name = fmt.Sprintf("append-pub-q1/%d", conns)
 	c.Scenario = "append-pub-q1"
-	c.Measures = fmt.Sprintf("%d connection(s), each publishing %d-byte QoS 1 messages into an append channel (Sagüin; plain topics elsewhere) and waiting for the PUBACK before the next; PUBACKs a second", conns, pubQ1Payload)
-	c.run = func(ctx context.Context, e *Env) (Values, error) { return runPubQ1(ctx, e, conns, "bench/append/%d") }
+	c.Measures = fmt.Sprintf("%d connection(s), each publishing %d-byte QoS 1 messages into an append channel (Sagüin; plain topics elsewhere) and waiting for the PUBACK before the next; PUBACKs a second and, on sqlite, records per commit", conns, pubQ1Payload)
+	c.Metrics = append(c.Metrics[:2:2], append([]Metric{{Key: "records_per_commit", Label: "records per sqlite commit", Unit: "", Better: HigherIsBetter}}, c.Metrics[2:]...)...)
+	c.run = func(ctx context.Context, e *Env) (Values, error) {
+		v, err := runPubQ1(ctx, e, conns, "bench/append/%d")
+		if err != nil {
+			return nil, err
+		}
+		if v["records_per_commit"], err = recordsPerCommit(ctx, e); err != nil {
+			return nil, err
+		}
+		return v, nil
+	}
 	return c
 }
 
