@@ -687,65 +687,81 @@ func (b *Broker) storageFailed(what, clientID string, err error) {
 // Publish routes p to the subscribers it reaches and answers its PUBACK
 // code, with why for a refusal.
 func (b *Broker) Publish(c delivery.Client, p *codec.Publish) (codec.ReasonCode, string) {
+	eng, code, why := b.admitPublish(c, p)
+	if eng == nil {
+		return code, why
+	}
+	return eng.Publish(c.ClientID(), p)
+}
+
+// admitPublish is a publish up to its engine: the rate, the bounds, the broker's own
+// topics (answered here), the structural rules and the acl_file. It returns
+// the engine whose Publish takes p, or nil with p's answer.
+func (b *Broker) admitPublish(c delivery.Client, p *codec.Publish) (engine.Engine, codec.ReasonCode, string) {
 	// The rate comes first: before the topic is resolved or anything kept,
 	// so nothing accumulates whatever an over-eager client does. Said at
 	// debug, since a client held to its rate makes one line per publish.
 	if !b.budgets.take(c.ClientID(), len(p.Payload), b.now()) {
 		b.counters.PublishRefused.Add(delivery.ReasonPublishRateExceeded)
 		b.log.Debug("publish refused", "client_id", c.ClientID(), "topic", string(p.Topic), "code", codec.QuotaExceeded.String(), "why", "publish rate exceeded")
-		return codec.QuotaExceeded, "over limits.publish_rate or limits.publish_bytes"
+		return answered(codec.QuotaExceeded, "over limits.publish_rate or limits.publish_bytes")
 	}
 	if n, size := headers(&p.Properties); n > b.opts.MaxHeaderCount {
-		return b.refusePublish(c.ClientID(), p, codec.QuotaExceeded, "more User Properties than limits.max_header_count")
+		return answered(b.refusePublish(c.ClientID(), p, codec.QuotaExceeded, "more User Properties than limits.max_header_count"))
 	} else if size > b.opts.MaxHeaderBytes {
-		return b.refusePublish(c.ClientID(), p, codec.QuotaExceeded, "User Properties larger than limits.max_header_bytes")
+		return answered(b.refusePublish(c.ClientID(), p, codec.QuotaExceeded, "User Properties larger than limits.max_header_bytes"))
 	}
 	switch string(p.Topic) {
 	case HangUpTopic:
-		return b.hangUp(c, p)
+		return answered(b.hangUp(c, p))
 	case PointReadTopic:
-		return b.pointRead(c, p)
+		return answered(b.pointRead(c, p))
 	}
 	if isSeek(p.Topic) {
-		return b.seek(c, p)
+		return answered(b.seek(c, p))
 	}
 	if code, why, ok := b.queueAnswer(c, p); ok {
 		if code != codec.Success {
-			return b.refusePublish(c.ClientID(), p, code, why)
+			return answered(b.refusePublish(c.ClientID(), p, code, why))
 		}
 		if p.QoS == 2 {
 			// Applied now (a re-sent PUBLISH names a consumed delivery and
 			// is ignored); held where nothing is delivered, to finish the
 			// exchange.
-			return b.hold(c, p, nil)
+			return answered(b.hold(c, p, nil))
 		}
-		return code, why
+		return nil, code, why
 	}
 	if strings.HasPrefix(string(p.Topic), cataloguePrefix) {
-		return b.catalogue(c, p)
+		return answered(b.catalogue(c, p))
 	}
 	if code, why := b.checkTopic(p.Topic); code != codec.Success {
 		if code == codec.NotAuthorized {
-			return b.logRefusal(c.ClientID(), p, code, why) // $SYS: RFC 0005 counts it nowhere
+			return answered(b.logRefusal(c.ClientID(), p, code, why)) // $SYS: RFC 0005 counts it nowhere
 		}
-		return b.refusePublish(c.ClientID(), p, code, why)
+		return answered(b.refusePublish(c.ClientID(), p, code, why))
 	}
 	if err := codec.CheckPayloadFormat(p); err != nil {
-		return b.refusePublish(c.ClientID(), p, codec.PayloadFormatInvalid, "Payload Format Indicator says UTF-8 and the payload is not")
+		return answered(b.refusePublish(c.ClientID(), p, codec.PayloadFormatInvalid, "Payload Format Indicator says UTF-8 and the payload is not"))
 	}
 	// The structural rules have refused what they refuse; the acl_file
 	// may only narrow what is left.
 	if code, why := b.authorizePublish(c, p); code != codec.Success {
-		return code, why
+		return nil, code, why
 	}
 	eng := b.routes.target(p.Topic) // a channel's, or broadcast
 	if deadLetterTarget(eng) {
-		return b.refusePublish(c.ClientID(), p, codec.NotAuthorized, "the topic is in dead-letter channel "+eng.Name()+", which only its queue's dead-letter move writes")
+		return answered(b.refusePublish(c.ClientID(), p, codec.NotAuthorized, "the topic is in dead-letter channel "+eng.Name()+", which only its queue's dead-letter move writes"))
 	}
 	if p.QoS == 2 {
-		return b.hold(c, p, eng) // routed at its PUBREL (Release), by the engine it held it for
+		return answered(b.hold(c, p, eng)) // routed at its PUBREL (Release), by the engine it held it for
 	}
-	return eng.Publish(c.ClientID(), p)
+	return eng, 0, ""
+}
+
+// answered is admit's return for a publish answered without an engine.
+func answered(code codec.ReasonCode, why string) (engine.Engine, codec.ReasonCode, string) {
+	return nil, code, why
 }
 
 // headers counts a publish's User Properties and their bytes, names and

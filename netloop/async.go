@@ -38,6 +38,51 @@ const (
 // without a bound (notes-0001 invariant 13).
 const waitingInputFloor = 1 << 20
 
+// Publish runs. A client with a window of QoS 1 publishes in flight sends
+// them back to back, and one read often holds many. Sent off the loop one at
+// a time, each would wait for its own commit before the next is even parsed,
+// so one connection's records could never share a group commit. Instead the
+// QoS 1 publishes that follow one which waits, in the same read, join it
+// (Conn.run) until a packet that is not a QoS 1 PUBLISH, the end of what was
+// read, or maxPublishRun; the run goes out as one call (RunPublisher), which
+// stores its records together and answers each publish, and the PUBACKs are
+// written in the order the publishes came, each only after the call - and so
+// its commit - has returned. A packet that does not join waits, unparsed, for
+// the run's answer, as any packet behind a call out does.
+
+// maxPublishRun bounds one run: as many records as one sqlite group commit
+// takes (store.MaxCollectBatch). What a run holds is already bounded by the
+// read it came from.
+const maxPublishRun = 256
+
+// RunPublisher is a Handler that answers a run of one connection's QoS 1
+// publishes in one call: codes[i] and whys[i] answer ps[i] as Publish would,
+// the publishes routed in order, none answered before it is as durable as
+// Publish's answer says. Called off the loop, as a publish that waits is.
+type RunPublisher interface {
+	PublishRun(c delivery.Client, ps []*codec.Publish, codes []codec.ReasonCode, whys []string)
+}
+
+// joinsRun reports whether a packet with header h joins the run being
+// collected: a QoS 1 PUBLISH while the run has room.
+func (c *Conn) joinsRun(h codec.Header) bool {
+	return h.Type == codec.TypePublish && (h.Flags>>1)&3 == 1 && len(c.run.pubs) < maxPublishRun
+}
+
+// startRun sends the run collected so far off the loop; one publish alone
+// goes as the ordinary call it would have been.
+func (c *Conn) startRun() {
+	pc := c.run
+	if pc == nil {
+		return
+	}
+	c.run = nil
+	if len(pc.pubs) == 1 {
+		pc.pubs = nil
+	}
+	c.goWait(pc)
+}
+
 // pendingCall is one handler call out, with everything it needs copied out
 // of the read buffer and room for its answer.
 type pendingCall struct {
@@ -53,7 +98,11 @@ type pendingCall struct {
 	flushLimit uint64
 
 	// What the call is given: owned copies, never the read buffer.
-	pub      *codec.Publish
+	pub *codec.Publish
+	// pubs is a publish run's QoS 1 publishes in the order read, pub first
+	// (RunPublisher); nil for one publish.
+	pubs     []*codec.Publish
+	runWhys  []string
 	req      ConnectRequest
 	plan     connackPlan
 	packetID uint16
@@ -115,6 +164,12 @@ func (pc *pendingCall) call() {
 	case delivery.CallConnect:
 		pc.present, pc.code = h.Connect(c, &pc.req)
 	case delivery.CallPublish:
+		if pc.pubs != nil {
+			pc.codes = make([]codec.ReasonCode, len(pc.pubs))
+			pc.runWhys = make([]string, len(pc.pubs))
+			h.(RunPublisher).PublishRun(c, pc.pubs, pc.codes, pc.runWhys)
+			return
+		}
 		pc.code, pc.why = h.Publish(c, pc.pub)
 	case delivery.CallRelease:
 		pc.code, pc.why = h.Release(c, pc.packetID)
@@ -151,6 +206,12 @@ func (pc *pendingCall) answer(sc *scratch) {
 	case delivery.CallConnect:
 		c.connectAnswered(sc, &pc.req, &pc.plan, pc.present, pc.code)
 	case delivery.CallPublish:
+		if pc.pubs != nil {
+			for i, p := range pc.pubs {
+				c.publishAnswered(sc, p.QoS, p.PacketID, p.Topic, pc.codes[i], pc.runWhys[i])
+			}
+			return
+		}
 		c.publishAnswered(sc, pc.pub.QoS, pc.pub.PacketID, pc.pub.Topic, pc.code, pc.why)
 	case delivery.CallRelease:
 		c.releaseAnswered(sc, pc.packetID, pc.code, pc.why)

@@ -331,3 +331,71 @@ func TestRetainedValuesASubscribeSendsFollowItsSuback(t *testing.T) {
 		t.Fatalf("want the retained value after the SUBACK, got %q retain %v", p.Topic, p.Retain)
 	}
 }
+
+// runHandler is gatedHandler taking publish runs (netloop.RunPublisher):
+// each run is noted with its packet identifiers, and one holding "slow"
+// waits for the gate like a slow Publish.
+type runHandler struct{ *gatedHandler }
+
+func (h runHandler) PublishRun(c delivery.Client, ps []*codec.Publish, codes []codec.ReasonCode, whys []string) {
+	var ids []uint16
+	for _, p := range ps {
+		ids = append(ids, p.PacketID)
+	}
+	for _, p := range ps {
+		if string(p.Topic) == "slow" {
+			h.entered <- c
+			<-h.gate
+			break
+		}
+	}
+	h.note("%s run %v", c.ClientID(), ids)
+	for i := range codes {
+		codes[i] = codec.Success
+	}
+}
+
+// The QoS 1 publishes one read holds behind one that waits go to the handler
+// in one call, so their records can share a commit; a packet of another kind
+// ends the run and waits for its answer, and the PUBACKs come back in the
+// order the publishes were sent, none before the run returned.
+func TestQoS1PublishesReadTogetherGoAsOneRunAnsweredInOrder(t *testing.T) {
+	h := runHandler{newGatedHandler()}
+	s := startServer(t, netloop.Options{Handler: h, EventLoops: 1})
+	a := dial(t, s, codec.Version5)
+	a.connect("a", nil)
+
+	var burst []byte
+	for _, p := range []*codec.Publish{
+		{QoS: 1, Topic: []byte("slow"), PacketID: 1},
+		{QoS: 1, Topic: []byte("t"), PacketID: 2},
+		{QoS: 1, Topic: []byte("t"), PacketID: 3},
+		{QoS: 1, Topic: []byte("t"), PacketID: 4},
+		{QoS: 0, Topic: []byte("q0")},
+	} {
+		burst = p.Append(burst, codec.Version5)
+	}
+	burst = append(burst, 0xC0, 0x00) // PINGREQ
+	burst = (&codec.Publish{QoS: 1, Topic: []byte("t"), PacketID: 5}).Append(burst, codec.Version5)
+	a.send(burst)
+	h.waitSlow(t)
+	if got := h.seen(); slices.Contains(got, "a publish q0 0") {
+		t.Fatalf("the QoS 0 publish behind the run was handled before the run returned: %v", got)
+	}
+	h.gate <- struct{}{}
+	for id := uint16(1); id <= 4; id++ {
+		a.expectAck(codec.TypePuback, id)
+	}
+	a.expectAck(codec.TypePingresp, 0)
+	a.expectAck(codec.TypePuback, 5)
+	var order []string
+	for _, e := range h.seen() {
+		if len(e) > 2 && e[:2] == "a " {
+			order = append(order, e)
+		}
+	}
+	want := []string{"a connect", "a run [1 2 3 4]", "a publish q0 0", "a publish t 5"}
+	if !slices.Equal(order, want) {
+		t.Fatalf("handler saw %v, want %v", order, want)
+	}
+}

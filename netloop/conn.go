@@ -84,6 +84,11 @@ type Conn struct {
 	lastTaken     int64
 	flushedTaken  int64        // bytes the kernel had taken at the end of the last flush
 	call          *pendingCall // a handler call out off the loop (async.go); nil for none
+	// run collects the QoS 1 publishes of one read that follow one which
+	// waits on storage, started as one call once the read's packets stop
+	// joining it (async.go, "publish runs"); nil for none. It lives only
+	// inside OnData.
+	run *pendingCall
 	// principal is the name the door vouched for - a client certificate it
 	// verified, or one a proxy verified and named in its PROXY header - set
 	// before the first byte is read; nil for none.
@@ -350,6 +355,9 @@ func (c *Conn) OnData(buf []byte) int {
 	c.lastRead.Store(c.now())
 	sc := scratchPool.Get().(*scratch)
 	defer scratchPool.Put(sc)
+	// A run collected from this read goes out once its packets are parsed,
+	// whichever way the parse ends.
+	defer c.startRun()
 	off := 0
 	for off < len(buf) && c.call == nil {
 		if c.state.Load() == stateEnding {
@@ -381,6 +389,9 @@ func (c *Conn) OnData(buf []byte) int {
 		}
 		if len(buf)-off < h.Total() {
 			break
+		}
+		if c.run != nil && !c.joinsRun(h) {
+			break // read on once the run has been answered
 		}
 		body := buf[off+h.HeaderLen : off+h.Total()]
 		off += h.Total()
@@ -448,6 +459,9 @@ func (c *Conn) endWith(reason codec.ReasonCode, why string, send, graceful bool)
 		c.flushScratch(sc)
 		scratchPool.Put(sc)
 	}
+	// A run collected so far goes out as any call out does at an end: the
+	// handler is told of the end once it has returned.
+	c.startRun()
 	if c.call == nil {
 		c.tellEnd()
 	}

@@ -109,8 +109,19 @@ func (c *Conn) onPublish(h codec.Header, body []byte, sc *scratch) {
 		}
 		c.srv.opts.Handler.Publish(c, p)
 	case 1:
+		if c.run != nil {
+			// Behind a publish that waits: answered in order with it.
+			c.run.pubs = append(c.run.pubs, p.Clone())
+			return
+		}
 		if c.waits(delivery.CallPublish, p, delivery.Ref{}) {
-			c.goWait(&pendingCall{kind: delivery.CallPublish, pub: p.Clone()})
+			pc := &pendingCall{kind: delivery.CallPublish, pub: p.Clone()}
+			if _, ok := c.srv.opts.Handler.(RunPublisher); ok {
+				pc.pubs = append(pc.pubs, pc.pub)
+				c.run = pc
+				return
+			}
+			c.goWait(pc)
 			return
 		}
 		code, why := c.srv.opts.Handler.Publish(c, p)

@@ -148,6 +148,16 @@ type AppendLog interface {
 	Trim(before time.Time, maxBytes int64) (removed int, freed int64, err error)
 }
 
+// RunAppender is an AppendLog that takes several records in one call, so
+// that a connection's window of publishes can share one durable write (a
+// sqlite group commit) instead of each waiting for its own. out[i] and
+// errs[i] are rs[i]'s outcome exactly as Append(rs[i]) would answer it; the
+// records take offsets in rs's order, and AppendRun returns only once every
+// one is as durable as Append promises.
+type RunAppender interface {
+	AppendRun(rs []Record, out []Record, errs []error)
+}
+
 // Latest is a latest channel: one current value per topic, each with an
 // offset so a consumer can tell which of two values is newer.
 type Latest interface {

@@ -19,6 +19,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"github.com/saguin-edge/saguin/broker/channel"
 	"github.com/saguin-edge/saguin/broker/clock"
@@ -97,7 +98,10 @@ type Engine struct {
 	wg        sync.WaitGroup
 }
 
-var _ engine.Engine = (*Engine)(nil)
+var (
+	_ engine.Engine       = (*Engine)(nil)
+	_ engine.RunPublisher = (*Engine)(nil)
+)
 
 // New builds the engine; Restore starts its position writer.
 func New(o Options) *Engine {
@@ -154,6 +158,53 @@ func (e *Engine) Publish(publisher string, p *codec.Publish) (codec.ReasonCode, 
 	return codec.Success, ""
 }
 
+// PublishRun implements engine.RunPublisher: a run of one publisher's
+// publishes stored in one store call where the log takes runs
+// (store.RunAppender: a sqlite provider, whose group commit then holds them
+// together), each answered as Publish answers it; the consumers are woken
+// once for the run.
+func (e *Engine) PublishRun(publisher string, ps []*codec.Publish, codes []codec.ReasonCode, whys []string) {
+	ra, ok := e.store.(store.RunAppender)
+	if !ok {
+		for i, p := range ps {
+			codes[i], whys[i] = e.Publish(publisher, p)
+		}
+		return
+	}
+	now := e.clk.Now()
+	rs := make([]store.Record, 0, len(ps))
+	at := make([]int, 0, len(ps)) // ps index of each record in rs
+	for i, p := range ps {
+		if code, why := channel.CheckHeaders(&p.Properties, e.o.Limits); code != codec.Success {
+			e.Counters.Refused.Add(1)
+			codes[i], whys[i] = code, why
+			continue
+		}
+		rs = append(rs, channel.RecordOf(p, publisher, now))
+		at = append(at, i)
+	}
+	if len(rs) == 0 {
+		return
+	}
+	out := make([]store.Record, len(rs))
+	errs := make([]error, len(rs))
+	ra.AppendRun(rs, out, errs)
+	stored := 0
+	for k, i := range at {
+		if errs[k] != nil {
+			codes[i], whys[i] = e.refused(publisher, ps[i], errs[k])
+			continue
+		}
+		e.Counters.Published.Add(1)
+		codes[i], whys[i] = codec.Success, ""
+		out[stored] = out[k]
+		stored++
+	}
+	if stored > 0 {
+		e.deliverLiveRun(out[:stored])
+	}
+}
+
 // refused maps a store refusal onto the PUBACK: 0x97 at the channel's or the
 // provider's max_bytes, 0x83 when the storage could not keep it.
 func (e *Engine) refused(publisher string, p *codec.Publish, err error) (codec.ReasonCode, string) {
@@ -195,7 +246,11 @@ func (e *Engine) Released(r engine.Released) {
 
 // deliverLive wakes every consumer (each reads the new record from the log at
 // its own position) and hands the record to the shared groups.
-func (e *Engine) deliverLive(r *store.Record) {
+func (e *Engine) deliverLive(r *store.Record) { e.deliverLiveRun(unsafe.Slice(r, 1)) }
+
+// deliverLiveRun is deliverLive for records in offset order: the consumers
+// are woken once, and the shared groups offered each in turn.
+func (e *Engine) deliverLiveRun(rs []store.Record) {
 	e.pokeAll()
 	e.mu.Lock()
 	var gs []*group
@@ -204,7 +259,9 @@ func (e *Engine) deliverLive(r *store.Record) {
 	}
 	e.mu.Unlock()
 	for _, g := range gs {
-		g.offer(e, r)
+		for i := range rs {
+			g.offer(e, &rs[i])
+		}
 	}
 }
 

@@ -124,6 +124,15 @@ type Engine interface {
 	Close() error
 }
 
+// RunPublisher is what an engine adds to Engine when it can store several
+// publishes of one publisher in one store call - so that a connection with a
+// window of publishes in flight shares a commit among them (netloop "publish
+// runs"). codes[i] and whys[i] answer ps[i] as Publish would; the records go
+// in ps's order, and each answer waits for the record as Publish's would.
+type RunPublisher interface {
+	PublishRun(publisher string, ps []*codec.Publish, codes []codec.ReasonCode, whys []string)
+}
+
 // PointReader is what a latest channel's engine adds to Engine: the point
 // read (RFC 0003 "Reading one value: the point read"), asked by the broker
 // for $saguin/kv/get once the key is judged to be this channel's topic. ok is

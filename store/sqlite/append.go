@@ -50,6 +50,27 @@ func (s *logStore) Append(r store.Record) (store.Record, error) {
 	return s.publish(pubAppend, r)
 }
 
+// AppendRun implements store.RunAppender: the records are handed to the
+// writer together, in order, so they go in one group commit (up to
+// store.MaxCollectBatch) with whatever else is collecting, and each is
+// answered as Append answers it.
+func (s *logStore) AppendRun(rs []store.Record, out []store.Record, errs []error) {
+	ops := make([]*op, len(rs))
+	for i, r := range rs {
+		o := getOp()
+		o.pub, o.ch, o.rec = pubAppend, s.channel, r
+		ops[i] = o
+	}
+	s.channel.p.w.submitRun(ops)
+	for i, o := range ops {
+		out[i], errs[i] = o.out, o.err
+		if o.err != nil {
+			out[i] = store.Record{}
+		}
+		putOp(o)
+	}
+}
+
 // ReadFrom implements store.AppendLog: the floor, next and the records above
 // from in one read transaction.
 func (s *logStore) ReadFrom(from uint64, max int, dst []store.Record) (store.Window, error) {

@@ -338,3 +338,37 @@ func TestTheBroadcastLogIsReadWhileTheWriterIsBusy(t *testing.T) {
 		t.Fatal("the broadcast log's read waited for the busy writer")
 	}
 }
+
+// A run of records handed over in one call (store.RunAppender, a
+// connection's window of publishes) goes in one commit at consecutive
+// offsets in its order; one over the channel's bound is refused alone, its
+// offset never taken.
+func TestARunOfRecordsSharesOneCommitAtConsecutiveOffsets(t *testing.T) {
+	p := mustOpen(t, testOptions(t))
+	l, _ := p.Append("events", store.ChannelOptions{MaxBytes: 2000})
+	run := make([]store.Record, 10)
+	for i := range run {
+		run[i] = record(i, 16)
+	}
+	run[4] = record(4, 4000) // past max_bytes alone
+	out := make([]store.Record, len(run))
+	errs := make([]error, len(run))
+	l.(store.RunAppender).AppendRun(run, out, errs)
+	want := uint64(1)
+	for i := range run {
+		if i == 4 {
+			if !errors.Is(errs[i], store.ErrChannelFull) || out[i].Offset != 0 {
+				t.Fatalf("record 4 past max_bytes: %v at %d, want ErrChannelFull and no offset", errs[i], out[i].Offset)
+			}
+			continue
+		}
+		if errs[i] != nil || out[i].Offset != want || out[i].MessageID != run[i].MessageID {
+			t.Fatalf("record %d: %v at offset %d (%s), want offset %d", i, errs[i], out[i].Offset, out[i].MessageID, want)
+		}
+		want++
+	}
+	c := p.Commits()
+	if c.Commit.Load() != 1 || c.CommittedRecords.Load() != 9 {
+		t.Fatalf("%d commits of %d records, want the run's 9 in 1", c.Commit.Load(), c.CommittedRecords.Load())
+	}
+}

@@ -145,6 +145,32 @@ func (w *writer) submit(o *op) error {
 	return o.err
 }
 
+// submitRun hands a run of publishes to the writer in one step, in order,
+// and waits for every answer: no other publish comes between them, so they
+// take consecutive places in the collecting batch.
+func (w *writer) submitRun(ops []*op) {
+	w.mu.Lock()
+	if w.closing {
+		w.mu.Unlock()
+		for _, o := range ops {
+			o.err = fmt.Errorf("storage %s: %w", w.p.opts.Name, store.ErrClosed)
+		}
+		return
+	}
+	if len(w.pubs) == 0 {
+		w.pubOpened = time.Now()
+	}
+	w.pubs = append(w.pubs, ops...)
+	w.mu.Unlock()
+	select {
+	case w.wake <- struct{}{}:
+	default:
+	}
+	for _, o := range ops {
+		<-o.done
+	}
+}
+
 // do runs fn as a write of the given class and waits for it.
 func (w *writer) do(class opClass, relief, solo bool, fn func(t *wtx) error) error {
 	o := getOp()
