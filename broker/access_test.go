@@ -27,6 +27,7 @@ func (r *recorder) Deliver(*delivery.Message, delivery.Delivery) bool {
 }
 func (r *recorder) Kick(codec.ReasonCode)                             {}
 func (r *recorder) CanTake(*delivery.Message, delivery.Delivery) bool { return true }
+func (r *recorder) Fits(*delivery.Message, delivery.Delivery) bool    { return true }
 func (r *recorder) got() int                                          { r.mu.Lock(); defer r.mu.Unlock(); return r.n }
 
 // connectNamed attaches c under the proved name user, as a certificate door

@@ -36,6 +36,7 @@ func (f *fakeClient) Kick(r codec.ReasonCode) { f.mu.Lock(); f.kicked = r; f.mu.
 
 // CanTake: a fake takes whatever it is given.
 func (f *fakeClient) CanTake(*delivery.Message, delivery.Delivery) bool { return true }
+func (f *fakeClient) Fits(*delivery.Message, delivery.Delivery) bool    { return true }
 
 func (f *fakeClient) payloads() []string {
 	f.mu.Lock()

@@ -43,6 +43,7 @@ func (f *ackClient) Deliver(m *delivery.Message, d delivery.Delivery) bool {
 }
 func (f *ackClient) Kick(codec.ReasonCode)                             {}
 func (f *ackClient) CanTake(*delivery.Message, delivery.Delivery) bool { return true }
+func (f *ackClient) Fits(*delivery.Message, delivery.Delivery) bool    { return true }
 
 func (f *ackClient) payloads() []string {
 	f.mu.Lock()

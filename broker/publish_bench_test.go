@@ -22,6 +22,7 @@ func (s *sink) Version() byte                                     { return codec
 func (s *sink) Deliver(*delivery.Message, delivery.Delivery) bool { return true }
 func (s *sink) Kick(codec.ReasonCode)                             {}
 func (s *sink) CanTake(*delivery.Message, delivery.Delivery) bool { return true }
+func (s *sink) Fits(*delivery.Message, delivery.Delivery) bool    { return true }
 
 // benchBroadcast publishes at qos to subs subscribers whose sessions end with
 // their connection (the broadcast path: no store is written).
@@ -65,6 +66,7 @@ func (s *ackSink) Deliver(_ *delivery.Message, d delivery.Delivery) bool {
 }
 func (s *ackSink) Kick(codec.ReasonCode)                             {}
 func (s *ackSink) CanTake(*delivery.Message, delivery.Delivery) bool { return true }
+func (s *ackSink) Fits(*delivery.Message, delivery.Delivery) bool    { return true }
 
 // benchDurable is a QoS 1 broadcast to one connected session that outlives
 // its connection, acknowledged at once: one log write per publish, released

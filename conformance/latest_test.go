@@ -258,6 +258,39 @@ func TestLatestValueTooLargeDisconnectsWith0x95(t *testing.T) {
 	}
 }
 
+// B4.7: a value too large is judged at the QoS it goes at: a subscriber
+// at QoS 1 whose Maximum Packet Size is one byte below the PUBLISH (so the
+// same value at QoS 0, 2 bytes shorter without its packet identifier, would
+// fit) is disconnected 0x95, not left waiting; at QoS 0 the same bound takes
+// the value.
+func TestLatestValueWithinItsPacketIdentifierOfTheBoundIsTooLarge(t *testing.T) {
+	b := latestBroker(t)
+	pub := dialRaw(t, b.addr, codec.Version5)
+	pub.mustConnect("pub", nil)
+	pub.set("state/edge", strings.Repeat("x", 100), 1)
+	measure := dialRaw(t, b.addr, codec.Version5)
+	measure.mustConnect("measure", nil)
+	measure.mustSubscribe(1, "state/#", 1)
+	h, _ := measure.read()
+	if h.Type != codec.TypePublish || h.Flags>>1&3 != 1 {
+		t.Fatalf("got %s with flags %#x, want the value at QoS 1", h.Type, h.Flags)
+	}
+	bound := func(c *codec.Connect) {
+		c.Properties.MaximumPacketSize = uint32(h.Total() - 1)
+		c.Properties.Present.Set(codec.PropMaximumPacketSize)
+	}
+	q0 := dialRaw(t, b.addr, codec.Version5)
+	q0.mustConnect("q0", bound)
+	q0.mustSubscribe(1, "state/#", 0)
+	if p := q0.expectPublish(); string(p.Topic) != "state/edge" {
+		t.Fatalf("QoS 0 subscriber got %s, want state/edge", p.Topic)
+	}
+	q1 := dialRaw(t, b.addr, codec.Version5)
+	q1.mustConnect("q1", bound)
+	q1.subscribeWith(1, nil, codec.Subscription{Filter: []byte("state/#"), QoS: 1})
+	q1.expectDisconnect(codec.PacketTooLarge)
+}
+
 // B9.1: a shared subscription over a latest channel gets changes only.
 func TestLatestSharedSubscriptionGetsChangesOnly(t *testing.T) {
 	b := latestBroker(t)

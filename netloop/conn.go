@@ -181,6 +181,12 @@ func (c *Conn) CanTake(m *delivery.Message, d delivery.Delivery) bool {
 	if d.QoS > 0 && int(c.onWire.Load())+c.out.len() >= c.clientRecvMax {
 		return false
 	}
+	return c.Fits(m, d)
+}
+
+// Fits implements delivery.Client: the PUBLISH d makes of m, sized as it
+// would be written (a packet identifier at QoS 1 or 2).
+func (c *Conn) Fits(m *delivery.Message, d delivery.Delivery) bool {
 	if c.clientMaxPkt == 0 {
 		return true
 	}

@@ -26,6 +26,7 @@ func (s *sink) Version() byte                                     { return codec
 func (s *sink) Deliver(*delivery.Message, delivery.Delivery) bool { return true }
 func (s *sink) Kick(codec.ReasonCode)                             {}
 func (s *sink) CanTake(*delivery.Message, delivery.Delivery) bool { return true }
+func (s *sink) Fits(*delivery.Message, delivery.Delivery) bool    { return true }
 
 // testSource is a broker with sessions connected, and an unstarted netloop
 // server for the wire's counters.

@@ -74,7 +74,8 @@ func (c *client) CanTake(m *delivery.Message, d delivery.Delivery) bool {
 	defer c.mu.Unlock()
 	return d.QoS == 0 || c.out < c.window
 }
-func (c *client) Kick(r codec.ReasonCode) { c.kicked <- r }
+func (c *client) Kick(r codec.ReasonCode)                        { c.kicked <- r }
+func (c *client) Fits(*delivery.Message, delivery.Delivery) bool { return true }
 
 func (c *client) next(t *testing.T) delivered {
 	t.Helper()
@@ -235,8 +236,9 @@ func TestAckFromAClosedEraIsIgnored(t *testing.T) {
 type tinyClient struct{ *client }
 
 func (c tinyClient) CanTake(m *delivery.Message, d delivery.Delivery) bool {
-	return len(m.Payload) < 10
+	return c.Fits(m, d)
 }
+func (c tinyClient) Fits(m *delivery.Message, _ delivery.Delivery) bool { return len(m.Payload) < 10 }
 
 func TestTooLargeKicks0x95AndIsNotSkipped(t *testing.T) {
 	clk := clock.NewFake(time.Unix(1_700_000_000, 0))

@@ -85,7 +85,23 @@ func (c *testClient) CanTake(m *delivery.Message, d delivery.Delivery) bool {
 	if d.QoS > 0 && c.onWire >= c.window {
 		return false
 	}
-	return c.maxPkt == 0 || len(m.Topic)+len(m.Payload) <= c.maxPkt
+	return c.fits(m, d)
+}
+
+// Fits counts topic, payload and, at QoS 1 or 2, the packet identifier's 2
+// bytes, against maxPkt.
+func (c *testClient) Fits(m *delivery.Message, d delivery.Delivery) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.fits(m, d)
+}
+
+func (c *testClient) fits(m *delivery.Message, d delivery.Delivery) bool {
+	size := len(m.Topic) + len(m.Payload)
+	if d.QoS > 0 {
+		size += 2
+	}
+	return c.maxPkt == 0 || size <= c.maxPkt
 }
 func (c *testClient) Deliver(m *delivery.Message, d delivery.Delivery) bool {
 	c.mu.Lock()

@@ -283,6 +283,25 @@ func TestResumeDropsCarriedValuesSupersededSinceAndResendsCurrentOnes(t *testing
 	}
 }
 
+// B4.7: the size is judged at the QoS the value goes at - a value that
+// fits at QoS 0 but not with a QoS 1 packet identifier is too large for a
+// QoS 1 subscriber, not a value waiting for room.
+func TestAValueOverTheBoundOnlyByItsPacketIdentifierIsTooLarge(t *testing.T) {
+	g := newRig(t, nil)
+	c := g.connect("c")
+	c.maxPkt = len("state/edge") + 10 + 1 // 1 byte short of QoS 1's identifier
+	g.subscribe(testSession{id: "c"}, "state/#", qos1, true)
+	g.settled("c")
+	g.publish("state/edge", "0123456789", false)
+	g.settled("c") // a routine left waiting for room never settles
+	if c.kick() != codec.PacketTooLarge {
+		t.Fatalf("kicked with %v, want 0x95", c.kick())
+	}
+	if n := c.count(); n != 0 {
+		t.Fatalf("%d values delivered, want none", n)
+	}
+}
+
 // B4.7, B5.4: a value too large for the subscriber disconnects it with
 // 0x95, is recorded undelivered, and holds the mark below it.
 func TestAValueTooLargeDisconnectsWith0x95AndHoldsTheMark(t *testing.T) {

@@ -271,20 +271,18 @@ func (r *reader) sendLocked(out Builder, it *item, p *pass, now time.Time, allow
 	if qos > 0 && len(r.inflight) > 0 && r.inflightBytes+size > e.cfg.SessionQueueBytes/2 && e.cfg.SessionQueueBytes > 0 {
 		return full
 	}
-	if !c.CanTake(m, d) {
-		d0 := d
-		d0.QoS = 0 // the window aside: is it the client's Maximum Packet Size?
-		if c.CanTake(m, d0) {
-			return full
-		}
-		// Never skipped: recorded undelivered, holding the mark below it,
-		// and the subscriber disconnected (notes-0003 "When a record is too
-		// large for a subscriber"; B4.7).
+	if !c.Fits(m, d) {
+		// Sized at the QoS it goes at, packet identifier counted: a value
+		// 1 or 2 bytes over the bound that would fit at QoS 0 is still too
+		// large, never left waiting for a window that cannot help. Never
+		// skipped: recorded undelivered, holding the mark below it, and the
+		// subscriber disconnected (notes-0003 "When a record is too large
+		// for a subscriber"; B4.7).
 		r.missLocked(it, "larger than the subscriber's Maximum Packet Size")
 		r.popLocked(it, p)
 		return tooLarge
 	}
-	if !c.Deliver(m, d) {
+	if !c.CanTake(m, d) || !c.Deliver(m, d) {
 		return full
 	}
 	e.counters.Delivered.Add(1)

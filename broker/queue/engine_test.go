@@ -78,10 +78,18 @@ func (c *fakeClient) Deliver(m *delivery.Message, d delivery.Delivery) bool {
 func (c *fakeClient) CanTake(m *delivery.Message, d delivery.Delivery) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.maxSize > 0 && m.Bytes() > c.maxSize {
+	if !c.fitsLocked(m) {
 		return false
 	}
 	return d.QoS == 0 || c.window == 0 || c.unacked < c.window
+}
+func (c *fakeClient) Fits(m *delivery.Message, _ delivery.Delivery) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.fitsLocked(m)
+}
+func (c *fakeClient) fitsLocked(m *delivery.Message) bool {
+	return c.maxSize == 0 || m.Bytes() <= c.maxSize
 }
 func (c *fakeClient) Kick(r codec.ReasonCode) {
 	c.mu.Lock()

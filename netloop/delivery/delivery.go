@@ -93,6 +93,13 @@ type Client interface {
 	// discarded or wait (RFC 0002 "Shared subscriptions"; RFC 0003 "When a
 	// record is too large for a subscriber").
 	CanTake(m *Message, d Delivery) bool
+	// Fits reports whether d's PUBLISH of m - at d's QoS, its packet
+	// identifier counted - is within the Maximum Packet Size the client
+	// declared, the window aside: a record that does not fit is too large
+	// for this subscriber, one that fits and cannot be taken waits for room.
+	// Judging the size at QoS 0 instead would take a packet 1 or 2 bytes
+	// over the bound for one that merely waits (the identifier is 2 bytes).
+	Fits(m *Message, d Delivery) bool
 	// Kick ends the connection: an MQTT 5 client is sent DISCONNECT with
 	// reason first, a 3.1.1 one is closed.
 	Kick(reason codec.ReasonCode)
