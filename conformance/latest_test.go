@@ -3,6 +3,7 @@ package conformance
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"os/exec"
 	"regexp"
 	"strconv"
@@ -612,5 +613,61 @@ func TestLatestSeriesOnTheScrape(t *testing.T) {
 	}
 	if v, ok := value(fams["saguin_channel_info"], "channel", "state", "type", "latest", "filter", "state/#"); !ok || v != 1 {
 		t.Errorf("saguin_channel_info{channel=state} = %v %v", v, ok)
+	}
+}
+
+// jsDelivery is one message as conformance/interop/latest.js saw it.
+type jsDelivery struct {
+	Topic       string
+	Payload     string
+	Retain      bool
+	User        map[string]any
+	Correlation *string
+}
+
+// MQTT.js (B3.1-B3.3, B4.1-B4.2, B8.1-B8.3): a reader subscribing with
+// saguin-deletions gets the current value and a tombstone with RETAIN and
+// the labels, then a live deletion without RETAIN; a point read answers on
+// the Response Topic, to the asker alone, with its Correlation Data.
+func TestLatestMQTTjsReadsStateDeletionAndPointRead(t *testing.T) {
+	node, dir := mqttJS(t)
+	b := startBroker(t, brokerConfig{Channels: "js:\n  type: latest\n  filter: js/#"})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, node, "latest.js", b.addr, "js/site1")
+	cmd.Dir = dir
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("node latest.js: %v\n%s", err, out)
+	}
+	var res struct {
+		Error     string
+		State     []jsDelivery
+		Deletion  jsDelivery
+		PointRead jsDelivery
+	}
+	if err := json.Unmarshal(out, &res); err != nil || res.Error != "" {
+		t.Fatalf("latest.js printed %q: %v", out, err)
+	}
+	state := map[string]jsDelivery{}
+	for _, d := range res.State {
+		state[d.Topic] = d
+		if !d.Retain {
+			t.Errorf("state pass %s without RETAIN", d.Topic)
+		}
+		for _, k := range []string{"saguin-id", "saguin-offset", "saguin-timestamp"} {
+			if _, ok := d.User[k]; !ok {
+				t.Errorf("state pass %s without %s: %v", d.Topic, k, d.User)
+			}
+		}
+	}
+	if a, bb := state["js/site1/a"], state["js/site1/b"]; a.Payload != "open" || bb.Topic == "" || bb.Payload != "" {
+		t.Fatalf("state pass = %+v, want js/site1/a=open and js/site1/b's tombstone", res.State)
+	}
+	if d := res.Deletion; d.Topic != "js/site1/a" || d.Payload != "" || d.Retain {
+		t.Fatalf("live deletion = %+v, want js/site1/a empty without RETAIN", d)
+	}
+	if p := res.PointRead; p.Topic != "reply/js/site1" || p.Payload != "closed" || p.Correlation == nil || *p.Correlation != "req-7" || p.Retain {
+		t.Fatalf("point read reply = %+v, want closed on reply/js/site1 with Correlation Data req-7", p)
 	}
 }

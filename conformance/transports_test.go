@@ -213,7 +213,8 @@ var mqttJSOnce struct {
 	err error
 }
 
-// mqttJS is a directory holding MQTT.js and the interop scripts: the one
+// mqttJS is a directory holding MQTT.js and the interop scripts (ws.js,
+// page.html, queue-worker.js, latest.js): the one
 // scripts/install-test-deps.sh filled, else a copy npm ci fills once.
 func mqttJS(t *testing.T) (node, dir string) {
 	t.Helper()
@@ -250,7 +251,7 @@ func mqttJS(t *testing.T) (node, dir string) {
 	if mqttJSOnce.err != nil {
 		t.Skipf("MQTT.js could not be installed (no registry?): not checked: %v", mqttJSOnce.err)
 	}
-	for _, f := range []string{"ws.js", "page.html", "queue-worker.js"} {
+	for _, f := range []string{"ws.js", "page.html", "queue-worker.js", "latest.js"} {
 		b, err := os.ReadFile(filepath.Join("interop", f))
 		if err != nil {
 			t.Fatal(err)
