@@ -531,6 +531,28 @@ func (s *session) expired(now time.Time) bool {
 	return !s.awaySince.IsZero() && !now.Before(s.awaySince.Add(s.expiry))
 }
 
+// Leaving implements netloop.Handler: a client's DISCONNECT arrived, and
+// before its connection is closed every engine that keeps positions stores
+// what this connection's acknowledgements moved (RFC 0003 "Durable
+// consumers": stored BEFORE the connection is closed). Only the connection
+// that owns the session changes what is kept for it (invariant 17). No
+// broker lock is held across the engines' writes.
+func (b *Broker) Leaving(c delivery.Client) {
+	id := c.ClientID()
+	sh := b.shard(id)
+	sh.mu.Lock()
+	owned := sh.sessions[id].ownedBy(c)
+	sh.mu.Unlock()
+	if !owned {
+		return
+	}
+	for _, e := range b.routes.engines() {
+		if l, ok := e.(engine.Leaver); ok {
+			l.Leaving(id)
+		}
+	}
+}
+
 // Disconnected ends the connection's hold on its session. The session outlives
 // it by sessionExpiry seconds, or ends now at 0. A connection that was taken
 // over no longer holds the session and changes nothing (invariant 17).

@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"github.com/saguin-edge/saguin/broker/engine"
 	"github.com/saguin-edge/saguin/codec"
 	"github.com/saguin-edge/saguin/netloop"
 	"github.com/saguin-edge/saguin/netloop/delivery"
@@ -29,6 +30,13 @@ func (b *Broker) Waits(c delivery.Client, call delivery.Call, p *codec.Publish, 
 		return sessions && ref.Kind == delivery.KindBroadcast && ref.N != 0
 	case delivery.CallRelease, delivery.CallSubscribe:
 		return sessions || retained
+	case delivery.CallDisconnect:
+		for _, e := range b.routes.engines() {
+			if l, ok := e.(engine.Leaver); ok && l.LeavingWaits() {
+				return true
+			}
+		}
+		return false
 	case delivery.CallConnect:
 		// A password is verified off the loop: a $7$ verify costs a third
 		// of a millisecond, which would stall every connection of the loop.

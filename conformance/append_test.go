@@ -791,3 +791,57 @@ func TestAppendQoS2IntoAFullChannelRefused0x97AtPubrec(t *testing.T) {
 		t.Fatalf("%d records kept, want the one stored", len(got))
 	}
 }
+
+// A3.11: a clean DISCONNECT stores the consumer's position before the
+// connection is closed - with ack_commit_interval at its longest (1s), a
+// kill -9 the moment the client sees its connection close on sqlite loses
+// nothing it acknowledged: the session resumes after the last record it
+// acknowledged, with none replayed.
+func TestAppendPositionStoredBeforeACleanDisconnectCloses(t *testing.T) {
+	dir := t.TempDir()
+	const ackCommit = "session:\n  ack_commit_interval: 1s"
+	b := startAppend(t, dir, sqliteStorage, ackCommit, "")
+	pub := dialRaw(t, b.addr, codec.Version5)
+	pub.mustConnect("pub", nil)
+	for i := 1; i <= 20; i++ {
+		pub.publishQoS1("ev/d", []byte(fmt.Sprint(i)), uint16(i))
+	}
+	pub.publishQoS1("ev/d", []byte("m1"), 21)
+	sub := dialRaw(t, b.addr, codec.Version5)
+	sub.mustConnect("durable", freshSession(3600))
+	sub.mustSubscribe(1, "ev/d", 1)
+	if got := sub.readUntil("m1"); len(got) != 20 {
+		t.Fatalf("read %d before the DISCONNECT, want 20", len(got))
+	}
+	// Another publisher keeps the database's one writer busy, so a position
+	// written after the close rather than before it is still queued when
+	// the kill lands.
+	flood := dialRaw(t, b.addr, codec.Version5)
+	flood.mustConnect("flood", nil)
+	busy := make(chan struct{})
+	go func() {
+		for i := 0; ; i++ {
+			p := &codec.Publish{QoS: 1, Topic: []byte("ev/flood"), Payload: make([]byte, 512), PacketID: uint16(i%65535 + 1)}
+			if _, err := flood.nc.Write(p.Append(nil, codec.Version5)); err != nil {
+				return // the broker was killed
+			}
+			if i == 200 {
+				close(busy)
+			}
+		}
+	}()
+	<-busy
+	sub.disconnect() // returns once the broker closed the connection
+	b.kill9()
+	b = startAppend(t, dir, sqliteStorage, ackCommit, "")
+	sub = dialRaw(t, b.addr, codec.Version5)
+	if ack := sub.mustConnect("durable", session(3600)); !ack.SessionPresent {
+		t.Fatal("Session Present 0 after the restart")
+	}
+	pub = dialRaw(t, b.addr, codec.Version5)
+	pub.mustConnect("pub", nil)
+	pub.publishQoS1("ev/d", []byte("m2"), 1)
+	if got := payloads(sub.readUntil("m2")); len(got) != 0 {
+		t.Fatalf("replayed %v after a clean DISCONNECT: its acknowledgements were not stored before the close", got)
+	}
+}

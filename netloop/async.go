@@ -110,6 +110,8 @@ type pendingCall struct {
 	filters  [][]byte
 	opts     []delivery.SubscribeOptions
 	unread   [][]byte // an UNSUBSCRIBE's saguin- property names, named back
+	graceful bool     // a DISCONNECT's: its reason was 0x00
+	reason   codec.ReasonCode
 
 	// What it answered.
 	code    codec.ReasonCode
@@ -187,6 +189,8 @@ func (pc *pendingCall) call() {
 		for _, f := range pc.filters {
 			pc.codes = append(pc.codes, h.Unsubscribe(c, f))
 		}
+	case delivery.CallDisconnect:
+		h.Leaving(c)
 	}
 }
 
@@ -225,6 +229,8 @@ func (pc *pendingCall) answer(sc *scratch) {
 		ua := &sc.unsuback
 		ua.ReasonCodes = append(ua.ReasonCodes[:0], pc.codes...)
 		c.unsubscribeAnswered(sc, pc.packetID, pc.unread)
+	case delivery.CallDisconnect:
+		c.disconnected(pc.reason, pc.graceful)
 	}
 }
 

@@ -422,9 +422,16 @@ func (c *Conn) OnClosed(err error) {
 		// Logged once the handler has taken the end: the line means the
 		// session's state for it is decided (and stored).
 		connected := c.state.Load() == stateConnected
-		c.end(0, false, false)
-		if connected {
-			c.logInfo("disconnected: connection closed by the client")
+		if pc := c.call; pc != nil && pc.kind == delivery.CallDisconnect {
+			// It hung up behind its DISCONNECT, whose state is still being
+			// stored: the end is the DISCONNECT's (a 0x00 withdraws the Will).
+			c.end(0, false, pc.graceful)
+			c.logInfo("disconnected by the client", "reason", pc.reason.String())
+		} else {
+			c.end(0, false, false)
+			if connected {
+				c.logInfo("disconnected: connection closed by the client")
+			}
 		}
 	}
 	if c.orphanCall() {

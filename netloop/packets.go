@@ -505,6 +505,23 @@ func (c *Conn) onDisconnect(h codec.Header, body []byte, sc *scratch) {
 		c.sessionExpiry = min(d.Properties.SessionExpiry, uint32(min(c.srv.opts.MaxSessionExpiry.Seconds(), 1<<32-1)))
 	}
 	c.flushScratch(sc)
-	c.end(0, false, d.ReasonCode == codec.NormalDisconnection)
-	c.logInfo("disconnected by the client", "reason", d.ReasonCode.String())
+	graceful := d.ReasonCode == codec.NormalDisconnection
+	if c.attached {
+		// The connection closes only once the handler has stored what the
+		// client acknowledged (Leaving): off the loop when that waits on a
+		// disk, the connection reading nothing more meanwhile.
+		if c.waits(delivery.CallDisconnect, nil, delivery.Ref{}) {
+			c.goWait(&pendingCall{kind: delivery.CallDisconnect, reason: d.ReasonCode, graceful: graceful})
+			return
+		}
+		c.srv.opts.Handler.Leaving(c)
+	}
+	c.disconnected(d.ReasonCode, graceful)
+}
+
+// disconnected ends the connection as a client's DISCONNECT with reason
+// asks, once the handler has stored what it must first.
+func (c *Conn) disconnected(reason codec.ReasonCode, graceful bool) {
+	c.end(0, false, graceful)
+	c.logInfo("disconnected by the client", "reason", reason.String())
 }

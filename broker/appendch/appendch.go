@@ -441,6 +441,40 @@ func (e *Engine) End(s engine.Session) {
 	}()
 }
 
+// Leaving implements engine.Leaver: clientID's position, if its session is
+// kept and the position moved since it was last taken for writing, is
+// stored now, before the DISCONNECT's connection is closed (A3.11). A
+// refused write leaves it to the writer, which retries at every interval
+// until it lands; the connection closes anyway.
+func (e *Engine) Leaving(clientID string) {
+	e.mu.Lock()
+	c := e.consumers[clientID]
+	e.mu.Unlock()
+	if c == nil {
+		return
+	}
+	c.mu.Lock()
+	if !c.kept || !c.dirty || c.ended {
+		c.mu.Unlock()
+		return
+	}
+	pos := c.position()
+	c.dirty = false
+	c.mu.Unlock()
+	err := e.store.SavePosition(store.Position{Reader: store.ReaderMQTT(clientID), Offset: pos,
+		SessionExpiry: time.Duration(math.MaxInt64), SavedAt: e.clk.Now()})
+	if err != nil {
+		e.Counters.StorageErrors.Add(1)
+		e.log.Error("storing a position at DISCONNECT; written again at the next interval", "client_id", clientID, "error", err)
+		c.mu.Lock()
+		c.dirty = true
+		c.mu.Unlock()
+	}
+}
+
+// LeavingWaits implements engine.Leaver: a disk provider's write waits.
+func (e *Engine) LeavingWaits() bool { return e.o.OnDisk }
+
 // Passed implements engine.FloorGuard: clientID's durable position here is
 // below the floor (retention removed records it had not acknowledged).
 func (e *Engine) Passed(clientID string) bool {

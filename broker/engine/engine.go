@@ -162,6 +162,20 @@ type FloorGuard interface {
 	Passed(clientID string) bool
 }
 
+// Leaver is what an engine adds when a client's DISCONNECT must find
+// something of its stored before the connection closes - append: the
+// positions the connection's acknowledgements moved (RFC 0003 "Durable
+// consumers": stored BEFORE the connection is closed, invariant 18).
+type Leaver interface {
+	// Leaving stores what clientID's acknowledgements moved and returns once
+	// the store has it, or has refused it (logged; the engine's writer
+	// retries). No broker lock is held; it may wait on a disk commit.
+	Leaving(clientID string)
+	// LeavingWaits reports whether Leaving waits on a disk commit, so the
+	// DISCONNECT is handled off the connection's loop. Cheap, never blocks.
+	LeavingWaits() bool
+}
+
 // KeepsPositions is implemented by every Session the broker lends. It is
 // true when the session ends because retention passed one of its positions
 // at a CONNECT: an engine then keeps each position retention did not pass

@@ -124,4 +124,5 @@ const (
 	CallSubscribe                   // Subscribe: the session record before SUBACK
 	CallUnsubscribe                 // Unsubscribe: the session record before UNSUBACK
 	CallReceived                    // Received: the stored PUBREC before our PUBREL
+	CallDisconnect                  // Leaving: a clean DISCONNECT's positions stored before the close
 )
