@@ -3,6 +3,7 @@ package broker
 import (
 	"strings"
 
+	"github.com/saguin-edge/saguin/broker/acl"
 	records "github.com/saguin-edge/saguin/broker/channel"
 	"github.com/saguin-edge/saguin/codec"
 	"github.com/saguin-edge/saguin/netloop/delivery"
@@ -51,6 +52,13 @@ func (b *Broker) seek(c delivery.Client, p *codec.Publish) (codec.ReasonCode, st
 		return b.refusePublish(c.ClientID(), p, codec.TopicNameInvalid, "channel "+req.Channel+" cannot be sought")
 	}
 	id := c.ClientID()
+	// A seek is the seek verb on the channel it moves (RFC 0002 "The
+	// verbs"), held for the channel as a whole: a grant narrowed to some of
+	// its topics still lets the client move its one position there. Refused
+	// 0x87 with no reply (checklist E15), the position untouched.
+	if g := b.grantsFor(b.whoOf(c), id); g != nil && !g.AllowsChannel(req.Channel, acl.Seek) {
+		return b.refusePublish(id, p, codec.NotAuthorized, "the acl_file grants this client no seek on channel "+req.Channel)
+	}
 	sh := b.shard(id)
 	sh.mu.Lock()
 	s := sh.sessions[id]

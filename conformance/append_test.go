@@ -4,7 +4,9 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"sort"
 	"strconv"
@@ -844,4 +846,39 @@ func TestAppendPositionStoredBeforeACleanDisconnectCloses(t *testing.T) {
 	if got := payloads(sub.readUntil("m2")); len(got) != 0 {
 		t.Fatalf("replayed %v after a clean DISCONNECT: its acknowledgements were not stored before the close", got)
 	}
+}
+
+// A6.19, E15: a seek is the seek verb on the channel it moves; a client the
+// acl_file grants read but not seek there is refused PUBACK 0x87 with no
+// reply, and its position does not move (3.1.1: the connection is closed).
+func TestSeekRefusedByTheACLIs0x87(t *testing.T) {
+	saguinOnly(t, "the test needs a saguin started with its own acl_file")
+	dir := t.TempDir()
+	pw := writePasswd(t, dir, map[string]string{"seeker": "pws", "reader": "pwr"})
+	acl := "roles:\n  seeker:\n    - channel: events\n      allow: [read, seek]\n  reader:\n    - channel: events\n      allow: [read]\n" +
+		"users:\n  seeker: [seeker]\n  reader: [reader]\n"
+	if err := os.WriteFile(filepath.Join(dir, "acl.yaml"), []byte(acl), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	b := startBrokerIn(t, dir, brokerConfig{MQTT: "password_file: " + pw + "\nacl_file: " + filepath.Join(dir, "acl.yaml"),
+		Channels: "events:\n  type: append\n  filter: ev/#"})
+	seeker := dialRaw(t, b.addr, codec.Version5)
+	seeker.mustConnect("seeker-1", both(freshSession(300), login("seeker", "pws")))
+	if reply, code := seeker.seekAs("events", "0", "my/replies", 1); code != codec.Success || reply == nil || string(reply.Payload) != "1" {
+		t.Fatalf("granted seek: PUBACK 0x%02x, reply %v; want 0x00 and 1", byte(code), reply)
+	}
+	reader := dialRaw(t, b.addr, codec.Version5)
+	reader.mustConnect("reader-1", both(freshSession(300), login("reader", "pwr")))
+	reply, code := reader.seekAs("events", "0", "my/replies", 1)
+	if code != codec.NotAuthorized {
+		t.Fatalf("seek without the seek verb: PUBACK 0x%02x, want 0x87", byte(code))
+	}
+	if reply != nil {
+		t.Fatalf("a seek the acl_file refused was answered %q on %s, want no reply", reply.Payload, reply.Topic)
+	}
+	b.log.wait(regexp.MustCompile(`publish refused.*client_id=reader-1.*no seek on channel events`), waitLong)
+	old := dialRaw(t, b.addr, codec.Version311)
+	old.mustConnect("reader-2", both(freshSession(300), login("reader", "pwr")))
+	old.publish("$saguin/consumer/events/seek", []byte("0"), 1, 1)
+	old.expectClosed()
 }
