@@ -203,6 +203,15 @@ func (e *Engine) serveOnce(c *consumer, out *channel.Out, ids *[]uint32, buf *[]
 	if idle {
 		return false, false
 	}
+	// What the last read left unsent - the window was full, and an
+	// acknowledgement woke the consumer for one more - is sent from there
+	// while the consumer is still where it stops and retention has not
+	// passed it: reading the batch again for every acknowledgement cost a
+	// replaying consumer a read (on sqlite a query) per record.
+	if rest, ok := unsent(*buf, from); ok && from >= e.store.Floor() {
+		sent, more, blocked := e.sendFrom(c, rest, cl, era, out, ids)
+		return more || sent == len(rest), blocked
+	}
 	w, err := e.store.ReadFrom(from, readBatch, (*buf)[:0])
 	var below *store.BelowFloorError
 	switch {
@@ -220,21 +229,40 @@ func (e *Engine) serveOnce(c *consumer, out *channel.Out, ids *[]uint32, buf *[]
 		return false, true
 	}
 	*buf = w.Records
+	sent, more, blocked := e.sendFrom(c, w.Records, cl, era, out, ids)
+	return more || (sent == len(w.Records) && len(w.Records) == readBatch), blocked
+}
+
+// unsent is the part of the last batch read, buf, from offset from on; ok is
+// false when from is not in it.
+func unsent(buf []store.Record, from uint64) ([]store.Record, bool) {
+	if len(buf) == 0 || from < buf[0].Offset || from-buf[0].Offset >= uint64(len(buf)) {
+		return nil, false
+	}
+	rest := buf[from-buf[0].Offset:]
+	return rest, rest[0].Offset == from
+}
+
+// sendFrom sends records, which start at c's next offset, while the
+// connection can take them, and says how many went. more: c moved meanwhile
+// (a seek, a resume, a floor passed), read again from its next; blocked:
+// stopped short with nothing sure to wake it.
+func (e *Engine) sendFrom(c *consumer, records []store.Record, cl delivery.Client, era uint32, out *channel.Out, ids *[]uint32) (sent int, more, blocked bool) {
 	now := e.clk.Now()
 	nowf := func() time.Time { return now }
-	for i := range w.Records {
-		r := &w.Records[i]
+	for i := range records {
+		r := &records[i]
 		// The acl_file is asked at every delivery (A2.18), before c's lock
 		// is taken: the Host takes the session's shard lock, which the
 		// broker holds when it calls in and takes c's. A refused record
 		// stalls the consumer at its position until a re-read wakes it.
 		if !e.o.Host.Allows(c.id, r.Topic, acl.Read) {
-			return false, false
+			return i, false, false
 		}
 		c.mu.Lock()
 		if c.era != era || c.client != cl || c.next != r.Offset || c.ended || c.paused {
 			c.mu.Unlock()
-			return true, false // moved meanwhile (a seek, a resume): start again from next
+			return i, true, false // moved meanwhile (a seek, a resume): start again from next
 		}
 		qos, rap, multi, got, ok := c.match(r, *ids)
 		*ids = got
@@ -260,17 +288,17 @@ func (e *Engine) serveOnce(c *consumer, out *channel.Out, ids *[]uint32, buf *[]
 			c.mu.Unlock()
 			e.log.Warn("a record is larger than the consumer's Maximum Packet Size; disconnecting it (0x95)", "client_id", c.id, "offset", r.Offset)
 			cl.Kick(codec.PacketTooLarge)
-			return false, false
+			return i, false, false
 		}
 		size := int64(len(m.Topic) + len(m.Payload))
 		if qos > 0 && (!cl.CanTake(m, d) || (e.o.InFlightBytes > 0 && len(c.inflight) > 0 && c.inflightBytes+size > e.o.InFlightBytes)) {
 			ours := len(c.inflight) > 0
 			c.mu.Unlock()
-			return false, !ours // an ack of ours wakes us; otherwise look again
+			return i, false, !ours // an ack of ours wakes us; otherwise look again
 		}
 		if !cl.Deliver(m, d) {
 			c.mu.Unlock()
-			return false, true
+			return i, false, true
 		}
 		e.Counters.Delivered.Add(1)
 		if qos > 0 {
@@ -282,5 +310,5 @@ func (e *Engine) serveOnce(c *consumer, out *channel.Out, ids *[]uint32, buf *[]
 		c.next = r.Offset + 1
 		c.mu.Unlock()
 	}
-	return len(w.Records) == readBatch, false
+	return len(records), false, false
 }
