@@ -24,6 +24,7 @@ import (
 	channelrules "github.com/saguin-edge/saguin/broker/channel"
 	"github.com/saguin-edge/saguin/broker/clock"
 	"github.com/saguin-edge/saguin/broker/engine"
+	"github.com/saguin-edge/saguin/broker/ledger"
 	"github.com/saguin-edge/saguin/codec"
 	"github.com/saguin-edge/saguin/codec/topic"
 	"github.com/saguin-edge/saguin/config/defaults"
@@ -133,6 +134,10 @@ type Broker struct {
 	// logBound keeps repeated refusals and storage failures to a line per
 	// cause every ten seconds (logbound.go).
 	logBound logBound
+	// refusals and losses are the records the operations listener lists
+	// (records.go).
+	refusals *ledger.Refusals
+	losses   *ledger.Losses
 }
 
 type shard struct {
@@ -301,6 +306,7 @@ func New(opts Options) (*Broker, error) {
 	if b.counters == nil {
 		b.counters = new(Counters)
 	}
+	b.refusals, b.losses = ledger.NewRefusals(opts.MaxTopicLength), ledger.NewLosses(opts.MaxTopicLength)
 	b.sessions, b.retained = opts.Sessions, opts.Retained
 	b.bcast.init(b)
 	b.broadcast = newBroadcastEngine(b)

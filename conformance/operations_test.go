@@ -841,6 +841,16 @@ func TestOperationsScrapeCarriesTheQueueFamiliesFromTheEngineCounters(t *testing
 		{"saguin_queue_dead_lettered_total", []string{"channel", "jobs"}, 0},
 		{"saguin_queue_expired_total", []string{"channel", "jobs"}, 0},
 		{"saguin_queue_retain_ignored_total", []string{"channel", "jobs"}, 1},
+		{"saguin_published_total", []string{"channel", "jobs"}, 3},
+		{"saguin_channel_retention_removed_total", []string{"channel", "jobs"}, 0},
+		{"saguin_channel_position_lost_total", []string{"channel", "jobs"}, 0},
+		// The derived dead-letter channel carries the append families,
+		// its published count 0 for good (RFC 0005's example scrape).
+		{"saguin_channel_info", []string{"channel", "jobs__dlq", "type", "append", "filter", "work/+/inspect/__dlq", "provider", "mem"}, 1},
+		{"saguin_published_total", []string{"channel", "jobs__dlq"}, 0},
+		{"saguin_channel_records", []string{"channel", "jobs__dlq"}, 0},
+		{"saguin_channel_next_offset", []string{"channel", "jobs__dlq"}, 1},
+		{"saguin_channel_consumers", []string{"channel", "jobs__dlq"}, 0},
 	}
 	for _, w := range want {
 		if v, ok := value(fams[w.name], w.labels...); !ok || v != w.value {

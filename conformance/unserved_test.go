@@ -1,7 +1,10 @@
 package conformance
 
 import (
+	"context"
+	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -45,5 +48,28 @@ func TestNothingConfiguredIsSilentlyIgnored(t *testing.T) {
 				t.Fatalf("a served %s channel: the broker exits %d", typ, code)
 			}
 		})
+	}
+}
+
+// TestABridgeIsRefusedAtStartNamingItsKey: bridges are not served by this
+// build, so a file naming one refuses to start, naming the bridge's key,
+// rather than starting a broker that never dials its peer.
+func TestABridgeIsRefusedAtStartNamingItsKey(t *testing.T) {
+	if *brokerFlag != "" {
+		t.Skip("needs a broker started on its own configuration; -broker is set")
+	}
+	dir := t.TempDir()
+	yaml := brokerConfig{}.yaml(dir) + "bridges:\n  head-office:\n    peer: tcp://127.0.0.1:1\n    client_id: edge-1\n" +
+		"    topics:\n      - filter: iot/#\n        direction: both\n"
+	path := filepath.Join(dir, "saguin.yaml")
+	if err := os.WriteFile(path, []byte(yaml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), waitLong)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, binPath, "--config", path).CombinedOutput()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 1 || !strings.Contains(string(out), "bridges.head-office: bridges are not served yet") {
+		t.Fatalf("--config with a bridge: %v\n%s", err, out)
 	}
 }

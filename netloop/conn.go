@@ -92,14 +92,20 @@ type Conn struct {
 	// principal is the name the door vouched for - a client certificate it
 	// verified, or one a proxy verified and named in its PROXY header - set
 	// before the first byte is read; nil for none.
-	principal     *string
-	nextPID       uint16
-	attached      bool // the handler knows this connection
-	aborting      bool // the end discards what waits (write_timeout)
-	lingering     bool // the end drains the client's input (a refusal, a bad packet)
-	noProblemInfo bool // the client sent Request Problem Information 0
-	closed        bool
-	endGraceful   bool // the end is a client's own DISCONNECT 0x00, for the handler
+	principal *string
+	// claimedID and user are the client id the CONNECT named (empty for
+	// one the broker assigns) and the user name it goes by (the door's
+	// name where one vouched), set once it is read: what a refusal is
+	// recorded under (Options.OnConnectRefused). Written on the loop
+	// before the connection is handed to anyone.
+	claimedID, user string
+	nextPID         uint16
+	attached        bool // the handler knows this connection
+	aborting        bool // the end discards what waits (write_timeout)
+	lingering       bool // the end drains the client's input (a refusal, a bad packet)
+	noProblemInfo   bool // the client sent Request Problem Information 0
+	closed          bool
+	endGraceful     bool // the end is a client's own DISCONNECT 0x00, for the handler
 }
 
 // inflight is one delivery on the wire waiting for the client's answer: the
@@ -458,7 +464,9 @@ func (c *Conn) endWith(reason codec.ReasonCode, why string, send, graceful bool)
 	if prev == stateConnected {
 		c.srv.counters.Connections.Add(-1)
 	}
-	c.srv.counters.countEnd(reason)
+	if refusal(reason) {
+		c.refused(delivery.ReasonOf(reason), c.ClientID())
+	}
 	c.slotRelease()
 	c.outPending.Store(false)
 	c.endGraceful = graceful

@@ -77,6 +77,14 @@ func (c *Conn) onConnect(h codec.Header, body []byte, sc *scratch) {
 		return
 	}
 	v := cp.Version
+	// Who a refusal from here on is recorded under (RFC 0005
+	// "GET /v1/operations/refused"): the client id as written, so a
+	// zero-length one is listed under "", and the name the door vouched
+	// for in place of the CONNECT's user name, as connectRequest does.
+	c.claimedID, c.user = string(cp.ClientID), string(cp.Username)
+	if c.principal != nil {
+		c.user = *c.principal
+	}
 	if v < o.MinProtocolVersion {
 		c.refuseRaw(connack311Version, "MQTT 3.1.1 is below broker.mqtt.min_protocol_version")
 		return
@@ -148,7 +156,7 @@ func (c *Conn) onConnect(h codec.Header, body []byte, sc *scratch) {
 		}
 	}
 
-	id := string(cp.ClientID)
+	id := c.claimedID
 	assigned := id == ""
 	if assigned {
 		id = assignClientID()
@@ -345,7 +353,7 @@ func (c *Conn) connackFits(sc *scratch, plan *connackPlan, clientID string) bool
 // closeUnanswered ends a connection at CONNECT with nothing written: its
 // answer would not fit the client's Maximum Packet Size.
 func (c *Conn) closeUnanswered(why string) {
-	c.srv.counters.ConnectionsRefused.Add(delivery.ReasonOf(codec.PacketTooLarge))
+	c.refused(delivery.ReasonOf(codec.PacketTooLarge), c.claimedID)
 	c.state.Store(stateEnding)
 	c.slotRelease()
 	c.out.close()
@@ -386,7 +394,7 @@ func (c *Conn) refuseErr(v byte, err error, sc *scratch) {
 // carrying code (in v's vocabulary) is written, then the socket closes. It
 // is counted under reason, the MQTT 5 code decided whatever v was told.
 func (c *Conn) refuse(v byte, reason delivery.Reason, code codec.ReasonCode, sc *scratch, why string) {
-	c.srv.counters.ConnectionsRefused.Add(reason)
+	c.refused(reason, c.claimedID)
 	c.state.Store(stateEnding)
 	c.slotRelease()
 	c.out.close()
@@ -410,7 +418,7 @@ func (c *Conn) refuse(v byte, reason delivery.Reason, code codec.ReasonCode, sc 
 // refuseRaw refuses with a CONNACK written as bytes (the 3.1 and 3.1.1
 // version refusal, answered before a protocol is settled).
 func (c *Conn) refuseRaw(b []byte, why string) {
-	c.srv.counters.ConnectionsRefused.Add(delivery.ReasonOf(codec.UnsupportedProtocolVersion))
+	c.refused(delivery.ReasonOf(codec.UnsupportedProtocolVersion), c.claimedID)
 	c.state.Store(stateEnding)
 	c.slotRelease()
 	c.out.close()

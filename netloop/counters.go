@@ -91,13 +91,24 @@ func (s *Server) ConnectedByProtocol() (v311, v5 int) {
 	return v311, v5
 }
 
-// countEnd counts a connection the broker ends with reason: one ended for a
-// refusal is a refused connection. Taken over, stopping, an operator's hang
-// up and a keepalive that ran out are not refusals.
-func (cs *Counters) countEnd(reason codec.ReasonCode) {
+// refusal reports whether a connection the broker ends with reason was
+// ended for a refusal, and so is a refused connection. Taken over,
+// stopping, an operator's hang up and a keepalive that ran out are not
+// refusals.
+func refusal(reason codec.ReasonCode) bool {
 	switch reason {
 	case codec.Success, codec.SessionTakenOver, codec.ServerShuttingDown, codec.AdministrativeAction, codec.KeepAliveTimeout:
-		return
+		return false
 	}
-	cs.ConnectionsRefused.Add(delivery.ReasonOf(reason))
+	return true
+}
+
+// refused counts c as a refused connection under reason and tells
+// Options.OnConnectRefused who it was: clientID (empty before the CONNECT
+// named one) and the user name the CONNECT gave.
+func (c *Conn) refused(reason delivery.Reason, clientID string) {
+	c.srv.counters.ConnectionsRefused.Add(reason)
+	if f := c.srv.opts.OnConnectRefused; f != nil {
+		f(clientID, c.user, reason)
+	}
 }

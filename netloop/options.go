@@ -20,6 +20,7 @@ import (
 
 	"github.com/saguin-edge/saguin/broker/clock"
 	"github.com/saguin-edge/saguin/config/defaults"
+	"github.com/saguin-edge/saguin/netloop/delivery"
 )
 
 // Door kinds served here. Plain tcp and unix doors run on the gnet loops;
@@ -100,6 +101,15 @@ type Options struct {
 
 	// Handler is the broker the connections hand their packets to.
 	Handler Handler
+
+	// OnConnectRefused hears every connection netloop counts in
+	// ConnectionsRefused but a server-busy close (which has no client id):
+	// the client id and user name the CONNECT named, empty where it got no
+	// further, and the code decided. It is how /v1/operations/refused learns
+	// which device it was (RFC 0005): a refusal for the protocol version
+	// happens before the broker is asked anything. Called on the goroutine
+	// that refused, so it must not block; nil is none.
+	OnConnectRefused func(clientID, user string, reason delivery.Reason)
 
 	// Clock is where netloop reads the time and arms its timers: the timer
 	// scan (connect_timeout, keepalive, write_timeout), max_connect_rate and

@@ -167,7 +167,7 @@ func (c *Conn) publishAnswered(sc *scratch, qos byte, packetID uint16, topic []b
 		// 3.1.1's PUBACK and PUBREC have no code: a refusal closes the
 		// connection rather than acknowledging a discarded record (RFC 0002).
 		c.logWarn("closed: a 3.1.1 publish was refused", "code", "0x"+hex2(byte(code)), "topic", string(topic))
-		c.srv.counters.ConnectionsRefused.Add(delivery.ReasonOf(code))
+		c.refused(delivery.ReasonOf(code), c.ClientID())
 		c.flushScratch(sc)
 		c.end(0, false, false)
 		return

@@ -89,6 +89,9 @@ type Channel struct {
 	PositionLost                 func() uint64 // nil: none can be lost (latest)
 	RetentionRemoved             func() uint64
 	Superseded                   func() uint64 // latest only
+	// Positions are an append channel's stored positions, listed on
+	// /v1/operations/consumers; nil on latest.
+	Positions store.Positions
 }
 
 // Queue is one served queue, for the queue families (RFC 0005 "The
@@ -184,6 +187,9 @@ func (src *Source) collect(now time.Time) *snapshot {
 
 	for _, ch := range src.Channels {
 		s.add("saguin_published_total", ch.Published(), ch.Name)
+	}
+	for _, q := range src.Queues {
+		s.add("saguin_published_total", q.Counters.Published.Load(), q.Name)
 	}
 	s.add("saguin_published_total", bc.BroadcastPublished.Load(), "broadcast")
 	reasons := func(name string, rc *delivery.ReasonCounts) {
@@ -334,6 +340,11 @@ func (src *Source) collectQueues(s *snapshot) {
 		s.add("saguin_queue_dead_lettered_total", c.DeadLettered.Load(), q.Name)
 		s.add("saguin_queue_expired_total", c.Expired.Load(), q.Name)
 		s.add("saguin_queue_retain_ignored_total", c.RetainIgnored.Load(), q.Name)
+		// A queue is never trimmed (invariant 2) and keeps no positions, so
+		// both are 0 - a series all the same, as the RFC's example scrape
+		// has for its queue, so one rule covers every channel.
+		s.add("saguin_channel_retention_removed_total", 0, q.Name)
+		s.add("saguin_channel_position_lost_total", 0, q.Name)
 	}
 }
 

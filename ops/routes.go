@@ -14,9 +14,9 @@ import (
 var v1Routes = map[string]func(*Server, http.ResponseWriter, *http.Request){
 	"/v1/operations/acl":           (*Server).acl,
 	"/v1/operations/config":        (*Server).config,
-	"/v1/operations/consumers":     notKept("the append engine keeps each consumer's position, and no listing of them yet: saguin_channel_consumer_position_min and saguin_channel_consumers say the lowest and how many"),
-	"/v1/operations/position-lost": notKept("the record of which readers retention passed is not kept yet: saguin_channel_position_lost_total counts the passings per channel"),
-	"/v1/operations/refused":       notKept("the refusal record is not kept yet: saguin_connections_refused_total counts refusals by reason"),
+	"/v1/operations/consumers":     (*Server).consumers,
+	"/v1/operations/position-lost": (*Server).positionLost,
+	"/v1/operations/refused":       (*Server).refused,
 	"/v1/operations/sessions":      (*Server).sessions,
 	"/v1/operations/users":         (*Server).usersRoute,
 }

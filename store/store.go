@@ -108,6 +108,11 @@ type Positions interface {
 	// LowestPosition is the lowest stored position and how many readers
 	// hold one, in one pass. With no readers it answers (Next(), 0).
 	LowestPosition() (lowest uint64, readers int)
+	// FurthestBehind lists at most max stored positions, the lowest offset
+	// first and readers in name order among equals: who is most behind,
+	// for /v1/operations/consumers. Bounded by max however many readers
+	// there are; max <= 0 answers none.
+	FurthestBehind(max int) ([]Position, error)
 }
 
 // AppendLog is an append channel (and a queue's dead-letter channel): a

@@ -53,6 +53,13 @@ type Options struct {
 	// enforces at the write; the engine asks it of a QoS 2 publish at its
 	// PUBREC too, so a full channel holds nothing (A1.22).
 	MaxBytes int64
+	// OnPositionLost hears every passing positionLost counts: the reader
+	// (store.ReaderMQTT), ledger.KindSession for a session its CONNECT
+	// found passed (told with Session Present 0) or ledger.KindConsumer
+	// for a reader passed while it read (told nothing), whether the reader
+	// was told, and the position and floor (the
+	// broker's record behind /v1/operations/position-lost). nil is none.
+	OnPositionLost func(reader, kind string, reported bool, position, floor uint64)
 	// Reaches reports how many channels a subscription filter reaches;
 	// deliveries of a filter reaching more than one carry saguin-channel.
 	// nil: one.

@@ -7,6 +7,7 @@ import (
 
 	"github.com/saguin-edge/saguin/broker/acl"
 	"github.com/saguin-edge/saguin/broker/channel"
+	"github.com/saguin-edge/saguin/broker/ledger"
 	"github.com/saguin-edge/saguin/codec"
 	"github.com/saguin-edge/saguin/netloop/delivery"
 	"github.com/saguin-edge/saguin/store"
@@ -137,9 +138,14 @@ func (c *consumer) acked(offset uint64) {
 	}
 }
 
-// positionLost reports a reader the floor overtook (A5.6, A5.7).
+// positionLost reports a reader the floor overtook while it was connected
+// and reading (A5.6, A5.7): MQTT has no way to tell it, so its row on
+// /v1/operations/position-lost is a consumer's, unreported.
 func (e *Engine) positionLost(clientID string, position, floor uint64) {
 	e.Counters.PositionLost.Add(1)
+	if f := e.o.OnPositionLost; f != nil {
+		f(store.ReaderMQTT(clientID), ledger.KindConsumer, false, position, floor)
+	}
 	e.log.Warn("a consumer's position was passed by retention; it restarts at the floor",
 		"client_id", clientID, "position", position, "floor", floor, "records_missed", floor-position)
 }
@@ -149,6 +155,9 @@ func (e *Engine) positionLost(clientID string, position, floor uint64) {
 // Session Present 0).
 func (e *Engine) positionLostAtConnect(clientID string, position, floor uint64) {
 	e.Counters.PositionLost.Add(1)
+	if f := e.o.OnPositionLost; f != nil {
+		f(store.ReaderMQTT(clientID), ledger.KindSession, true, position, floor)
+	}
 	e.log.Warn("a session's position was passed by retention; its CONNECT is answered Session Present 0 and it starts where a reader with no position does",
 		"client_id", clientID, "position", position, "floor", floor, "records_missed", floor-position)
 }

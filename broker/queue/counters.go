@@ -11,6 +11,9 @@ import "sync/atomic"
 // every move, including an expired job no worker ever held, for which the
 // identity does not hold).
 type Counters struct {
+	// Published: work stored - a publish enqueued, or a QoS 2 one
+	// released into the queue (saguin_published_total{channel}).
+	Published atomic.Uint64
 	// Delivered: a worker is known to have received a job (its PUBACK or
 	// its answer); a job handed back before that is not counted (C15.3).
 	Delivered atomic.Uint64

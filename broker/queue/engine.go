@@ -224,6 +224,7 @@ func (e *Engine) Publish(publisher string, p *codec.Publish) (codec.ReasonCode, 
 	if _, err := e.q.Enqueue(r); err != nil {
 		return e.refused(err)
 	}
+	e.C.Published.Add(1)
 	return codec.Success, ""
 }
 
@@ -252,6 +253,7 @@ func (e *Engine) Release(h store.Held) (engine.Released, codec.ReasonCode, strin
 		}
 		return engine.Released{}, 0, "", err
 	}
+	e.C.Published.Add(1)
 	return engine.Released{Publisher: h.ClientID, Record: r, Live: true}, codec.Success, "", nil
 }
 

@@ -33,13 +33,14 @@ func plugChannels(cfg *config.Config, st *storage, b *broker.Broker) error {
 			Limits:            channel.Limits{MaxHeaderCount: l.MaxHeaderCount, MaxHeaderBytes: l.MaxHeaderBytes},
 			Reaches:           reaches,
 			MaxBytes:          ch.MaxBytes,
+			OnPositionLost:    lostOn(b, ch.Name),
 		})
 		if err := b.Plug(e); err != nil {
 			return fmt.Errorf("channel %s: %w", ch.Name, err)
 		}
 		st.channels = append(st.channels, ops.Channel{
 			Name: ch.Name, Type: ch.Type, Filter: ch.Filter, Provider: ch.Storage,
-			Counts: al.log, Lowest: al.log.LowestPosition,
+			Counts: al.log, Lowest: al.log.LowestPosition, Positions: al.log,
 			Published:        func() uint64 { return uint64(max(e.Counters.Published.Load(), 0)) },
 			PositionLost:     func() uint64 { return uint64(max(e.Counters.PositionLost.Load(), 0)) },
 			RetentionRemoved: st.retention[ch.Name].Load,
@@ -85,4 +86,12 @@ func catalogue(cfg *config.Config) []broker.CatalogueEntry {
 		out = append(out, e)
 	}
 	return out
+}
+
+// lostOn records an append engine's passings in the broker's position-lost
+// record under channel.
+func lostOn(b *broker.Broker, channel string) func(reader, kind string, reported bool, position, floor uint64) {
+	return func(reader, kind string, reported bool, position, floor uint64) {
+		b.PositionLost(reader, channel, kind, reported, position, floor)
+	}
 }

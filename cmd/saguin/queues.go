@@ -50,6 +50,7 @@ func plugQueues(cfg *config.Config, st *storage, b *broker.Broker) error {
 			}
 			dl := appendch.New(appendch.Options{
 				Name: d.Name, Filters: d.Filters, Log: qs.q.DeadLetters(), Host: b.Host(d.Name),
+				OnPositionLost:    lostOn(b, d.Name),
 				OnDisk:            qs.onDisk,
 				AckCommitInterval: cfg.Broker.Session.AckCommitInterval,
 				InFlightBytes:     l.SessionQueueBytes / 2,
@@ -61,6 +62,21 @@ func plugQueues(cfg *config.Config, st *storage, b *broker.Broker) error {
 			if err := b.Plug(dl); err != nil {
 				return fmt.Errorf("channel %s: %w", d.Name, err)
 			}
+			// The dead-letter channel carries the append families under
+			// its own name (RFC 0005's example scrape: jobs__dlq), its
+			// published count 0 for good: a publish into it is refused.
+			dlog := qs.q.DeadLetters()
+			filter := d.Filter
+			if filter == "" && len(d.Filters) > 0 {
+				filter = d.Filters[0]
+			}
+			st.channels = append(st.channels, ops.Channel{
+				Name: d.Name, Type: config.TypeAppend, Filter: filter, Provider: ch.Storage,
+				Counts: dlog, Lowest: dlog.LowestPosition, Positions: dlog,
+				Published:        func() uint64 { return uint64(max(dl.Counters.Published.Load(), 0)) },
+				PositionLost:     func() uint64 { return uint64(max(dl.Counters.PositionLost.Load(), 0)) },
+				RetentionRemoved: st.retention[d.Name].Load,
+			})
 		}
 	}
 	return nil

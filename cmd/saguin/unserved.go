@@ -33,7 +33,7 @@ func notServed(cfg *config.Config) []string {
 	}
 	if len(cfg.Bridges) > 0 && !serviceRegistered("bridges") {
 		for _, br := range cfg.Bridges {
-			parts = append(parts, fmt.Sprintf("bridge %s: bridges are not served yet", br.Name))
+			parts = append(parts, fmt.Sprintf("bridges.%s: bridges are not served yet; a broker started anyway would neither dial %s nor carry its topics", br.Name, br.Peer))
 		}
 	}
 	if _, err := netloopOptions(cfg, nil, nil, slog.New(slog.NewTextHandler(io.Discard, nil))); err != nil {

@@ -36,6 +36,10 @@ func netloopOptions(cfg *config.Config, b *broker.Broker, tlsDoors *certs.Store,
 		Handler:            b,
 		Clock:              clock.Real,
 	}
+	if b != nil {
+		// Who was refused, for /v1/operations/refused.
+		o.OnConnectRefused = b.ConnectRefused
+	}
 	for _, ln := range cfg.Broker.MQTT.Listeners {
 		d := netloop.Door{Name: ln.Name, Address: ln.Address, ProxyProtocol: ln.ProxyProtocol}
 		switch ln.Kind {

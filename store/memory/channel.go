@@ -1,7 +1,10 @@
 package memory
 
 import (
+	"cmp"
 	"fmt"
+	"slices"
+	"strings"
 	"sync"
 
 	"github.com/saguin-edge/saguin/store"
@@ -159,4 +162,19 @@ func (c *readChannel) LowestPosition() (uint64, int) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.pos.lowest(c.next)
+}
+
+// FurthestBehind implements store.Positions: a copy taken under the lock,
+// sorted outside it.
+func (c *readChannel) FurthestBehind(max int) ([]store.Position, error) {
+	if max <= 0 {
+		return nil, nil
+	}
+	c.mu.Lock()
+	all := append([]store.Position(nil), c.pos.list...)
+	c.mu.Unlock()
+	slices.SortFunc(all, func(a, b store.Position) int {
+		return cmp.Or(cmp.Compare(a.Offset, b.Offset), strings.Compare(a.Reader, b.Reader))
+	})
+	return all[:min(max, len(all))], nil
 }

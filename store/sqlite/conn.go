@@ -31,7 +31,7 @@ type conn struct {
 
 	queueInsert, queueSetAttempts, queueMin, queueRead, queueGet, queueLease, queueDelete, queueSums, queueExpired *sql.Stmt
 
-	positionGet, positionSave, positionDrop, positionLowest, positionsAll *sql.Stmt
+	positionGet, positionSave, positionDrop, positionLowest, positionsAll, positionsBehind *sql.Stmt
 
 	holdPut, holdGet, holdDrop, holdList *sql.Stmt
 
@@ -106,6 +106,7 @@ func (c *conn) statements() []struct {
 		// rows: asking twice would double the cost of every scrape.
 		{&c.positionLowest, `SELECT min(offset), count(*) FROM positions WHERE channel = ?`},
 		{&c.positionsAll, `SELECT reader, offset, session_expiry, saved_at FROM positions WHERE channel = ? ORDER BY reader`},
+		{&c.positionsBehind, `SELECT reader, offset, session_expiry, saved_at FROM positions WHERE channel = ? ORDER BY offset, reader LIMIT ?`},
 
 		{&c.holdPut, `INSERT INTO held_publishes (channel, client, packet_id, held_at, ` + recordCols + `) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 			ON CONFLICT (channel, client, packet_id) DO UPDATE SET held_at = excluded.held_at, message_id = excluded.message_id, ts = excluded.ts,

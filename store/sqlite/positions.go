@@ -91,6 +91,38 @@ func (s positions) LowestPosition() (uint64, int) {
 	return uint64(low.Int64), int(n)
 }
 
+// FurthestBehind implements store.Positions: the positions_by_offset index
+// walked from the lowest, max rows at most.
+func (s positions) FurthestBehind(max int) ([]store.Position, error) {
+	if max <= 0 {
+		return nil, nil
+	}
+	ch := s.ch
+	var out []store.Position
+	err := ch.p.readConn(func(c *conn) error {
+		rows, err := c.positionsBehind.Query(ch.id, max)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		out = out[:0]
+		for rows.Next() {
+			var p store.Position
+			var off, exp, saved int64
+			if err := rows.Scan(&p.Reader, &off, &exp, &saved); err != nil {
+				return err
+			}
+			p.Offset, p.SessionExpiry, p.SavedAt = uint64(off), time.Duration(exp), store.FromUnixNanos(saved)
+			out = append(out, p)
+		}
+		return rows.Err()
+	})
+	if err != nil {
+		return nil, ch.p.mapErr("listing the positions on "+ch.name, err)
+	}
+	return out, nil
+}
+
 // listPositions reads every position on ch (writer or read connection).
 func listPositions(c *conn, chID int64) ([]store.Position, error) {
 	rows, err := c.positionsAll.Query(chID)

@@ -53,7 +53,7 @@ func Run(t *testing.T, open Opener) {
 	t.Run("ChannelMaxBytesRefusesWithoutConsumingAnOffset", s.channelFull)
 	t.Run("ProviderMaxBytesHoldsTheReserveBack", s.providerFull)
 	t.Run("FirstAtOrAfterExaminesEveryCandidate", s.firstAtOrAfter)
-	t.Run("PositionsLowestAndCountInOnePass", s.positions)
+	t.Run("PositionsLowestCountAndFurthestBehind", s.positions)
 	t.Run("PositionsSurviveRestartAndExpiredSessionsGo", s.positionExpiry)
 	t.Run("RetentionReportsRemovedAndPositionLost", s.hooks)
 	t.Run("LatestSetGetReplaceAndTombstones", s.latest)
@@ -485,6 +485,30 @@ func (s *script) positions(t *testing.T) {
 	}
 	if err := l.SavePosition(store.Position{Reader: "mqtt:c", Offset: 12}); err == nil {
 		t.Fatal("a position beyond next was accepted")
+	}
+	save(store.ReaderMQTT("0-tie"), 7) // equal offsets list in reader order
+	behind, err := l.FurthestBehind(3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, p := range behind {
+		got = append(got, fmt.Sprintf("%s@%d", p.Reader, p.Offset))
+	}
+	if want := "mqtt:0-tie@7 mqtt:b@7 mqtt:a@8"; strings.Join(got, " ") != want {
+		t.Fatalf("FurthestBehind(3) = %v, want %s", got, want)
+	}
+	if behind[0].SessionExpiry != time.Hour || !behind[0].SavedAt.Equal(Epoch) {
+		t.Fatalf("FurthestBehind's row %+v lost its expiry or saved time", behind[0])
+	}
+	if all, _ := l.FurthestBehind(100); len(all) != 4 {
+		t.Fatalf("FurthestBehind(100) = %d rows, want the 4 held", len(all))
+	}
+	if none, _ := l.FurthestBehind(0); len(none) != 0 {
+		t.Fatalf("FurthestBehind(0) = %d rows", len(none))
+	}
+	if _, err := l.DropPosition(store.ReaderMQTT("0-tie")); err != nil {
+		t.Fatal(err)
 	}
 	pos, ok, err := l.Position(store.ReaderMQTT("b"))
 	if err != nil || !ok || pos.Offset != 7 || pos.SessionExpiry != time.Hour {
