@@ -6,6 +6,8 @@ import (
 	"crypto/tls"
 	"io"
 	"net"
+	"runtime"
+	"strconv"
 	"testing"
 	"time"
 
@@ -135,6 +137,56 @@ func BenchmarkTLSHandshake(b *testing.B) {
 				c.Close()
 			}
 			b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "handshakes/s")
+		})
+	}
+}
+
+// BenchmarkIdleStreamConnection: the heap and goroutine stacks 2,000 idle
+// connections hold on each stream door (each sent CONNECT and read
+// CONNACK), after collections, per connection, with the goroutines left per
+// connection - what a heap profile of this benchmark
+// (-memprofile) splits by allocation site. Both ends are in this process, so
+// the heap is the client's and the broker's together; stacks are the
+// broker's alone (a client is driven from the benchmark's goroutine).
+// conformance's BenchmarkIdleConnectionMemoryPerDoor is the broker's RSS.
+func BenchmarkIdleStreamConnection(b *testing.B) {
+	const n = 2000
+	for _, name := range []string{"tls", "ws", "wss"} {
+		b.Run("door="+name, func(b *testing.B) {
+			_, doors := benchDoors(b)
+			var before, after runtime.MemStats
+			for b.Loop() {
+				runtime.GC()
+				runtime.ReadMemStats(&before)
+				g := runtime.NumGoroutine()
+				conns := make([]net.Conn, 0, n)
+				var ack [64]byte
+				for i := range n {
+					nc, err := doors[name]()
+					if err == nil {
+						_, err = nc.Write((&codec.Connect{Version: codec.Version5, CleanStart: true, ClientID: []byte("idle-" + strconv.Itoa(i))}).Append(nil, codec.Version5))
+					}
+					if err == nil {
+						_, err = nc.Read(ack[:])
+					}
+					if err != nil {
+						b.Fatalf("connection %d: %v", i, err)
+					}
+					conns = append(conns, nc)
+				}
+				// Stacks shrink at collections to what a parked goroutine
+				// uses; a few let every one of them get there.
+				for range 4 {
+					runtime.GC()
+				}
+				runtime.ReadMemStats(&after)
+				b.ReportMetric(float64(int64(after.HeapInuse)-int64(before.HeapInuse))/n, "heap-B/conn")
+				b.ReportMetric(float64(int64(after.StackInuse)-int64(before.StackInuse))/n, "stack-B/conn")
+				b.ReportMetric(float64(runtime.NumGoroutine()-g)/n, "goroutines/conn")
+				for _, nc := range conns {
+					nc.Close()
+				}
+			}
 		})
 	}
 }

@@ -582,3 +582,94 @@ func FuzzWebSocketDoor(f *testing.F) {
 		}
 	})
 }
+
+// batchConn holds what is written while hold is set and sends it in one
+// write at flush, so that several TLS records or WebSocket frames reach the
+// broker in one TCP segment.
+type batchConn struct {
+	net.Conn
+	hold bool
+	buf  []byte
+}
+
+func (c *batchConn) Write(p []byte) (int, error) {
+	if c.hold {
+		c.buf = append(c.buf, p...)
+		return len(p), nil
+	}
+	return c.Conn.Write(p)
+}
+
+func (c *batchConn) flush() error {
+	c.hold = false
+	_, err := c.Conn.Write(c.buf)
+	c.buf = nil
+	return err
+}
+
+// A CONNECT and two PINGREQs in one TCP segment - three TLS records, or
+// three WebSocket frames - are all answered: an idle stream connection
+// parks on its socket with no buffer, and bytes crypto/tls or its bufio
+// reader already holds must not wait behind that park for bytes that never
+// come.
+func TestPacketsArrivingInOneSegmentAreAllAnswered(t *testing.T) {
+	f := newTLSFixture(t, false, false)
+	s := startServer(t, netloop.Options{Doors: []netloop.Door{
+		{Name: "tls", Kind: netloop.KindTCP, Address: "127.0.0.1:0", TLS: f.config},
+		{Name: "ws", Kind: netloop.KindWS, Address: "127.0.0.1:0"},
+	}})
+	packets := [][]byte{
+		(&codec.Connect{Version: 5, CleanStart: true, ClientID: []byte("batched")}).Append(nil, 5),
+		{0xC0, 0x00}, // PINGREQ
+		{0xC0, 0x00},
+	}
+	expect := func(c *rawClient) {
+		t.Helper()
+		if h, _ := c.read(); h.Type != codec.TypeConnack {
+			t.Fatalf("first answer %v, want CONNACK", h.Type)
+		}
+		for range 2 {
+			if h, _, err := c.next(5 * time.Second); err != nil || h.Type != codec.TypePingresp {
+				t.Fatalf("a PINGREQ of the segment was not answered: %v %v", h.Type, err)
+			}
+		}
+	}
+
+	t.Run("tls", func(t *testing.T) {
+		tcp, err := net.Dial("tcp", s.Addr("tls").String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		bc := &batchConn{Conn: tcp}
+		tc := tls.Client(bc, &tls.Config{RootCAs: f.ca.Pool(), ServerName: "localhost"})
+		t.Cleanup(func() { tc.Close() })
+		if err := tc.Handshake(); err != nil {
+			t.Fatal(err)
+		}
+		bc.hold = true
+		for _, p := range packets {
+			if _, err := tc.Write(p); err != nil { // one record each
+				t.Fatal(err)
+			}
+		}
+		if err := bc.flush(); err != nil {
+			t.Fatal(err)
+		}
+		expect(&rawClient{t: t, nc: tc, version: 5})
+	})
+
+	t.Run("ws", func(t *testing.T) {
+		c, _ := dialWS(t, "ws://"+s.Addr("ws").String()+"/mqtt", nil, nil)
+		wc := c.nc.(*wsNetConn)
+		bc := &batchConn{Conn: wc.Conn, hold: true}
+		for _, p := range packets {
+			if err := wsutil.WriteClientBinary(bc, p); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := bc.flush(); err != nil {
+			t.Fatal(err)
+		}
+		expect(c)
+	})
+}

@@ -20,10 +20,12 @@ import (
 //
 //   - the reader goroutine runs the TLS handshake and the WebSocket upgrade,
 //     then reads, and feeds what it read to Conn.OnData under mu;
-//   - the writer goroutine writes what Write handed it, in order, so that a
-//     client slow to read never blocks the goroutine that wrote to it;
+//   - a writer goroutine, started when Write hands it bytes and ending once
+//     they are written, writes them in order, so that a client slow to read
+//     never blocks the goroutine that wrote to it;
 //   - a wake runs Conn.OnWake under mu on a goroutine started for it (one at
-//     a time), so an idle connection costs two parked goroutines.
+//     a time), so an idle connection costs one parked goroutine, the
+//     reader, holding no buffer (idleread.go).
 //
 // mu is the connection's loop: every On* call and every Transport method but
 // Wake runs under it.
@@ -35,9 +37,12 @@ type streamConn struct {
 
 	mu sync.Mutex
 	in []byte // read and not yet consumed by OnData
+	// rd is the reader goroutine's own: where it parks and what it reads.
+	rd idleRead
 
 	wmu     sync.Mutex
-	wcond   sync.Cond
+	writing bool      // a writer goroutine runs
+	ended   bool      // the writer has ended the connection: no other starts
 	w       io.Writer // the socket, or the TLS connection over it; set once open
 	out     []byte    // handed and not yet with the writer, framed for ws
 	spare   []byte    // the writer's last buffer, reused
@@ -49,9 +54,12 @@ type streamConn struct {
 	stopped bool      // the writer is to end at once (Abort, or the socket failed)
 	done    chan struct{}
 
-	serving atomic.Bool // a goroutine is running wakes
-	again   atomic.Bool // a wake arrived while it ran
-	remote  string
+	// writer and wakes are writeLoop and serveWakes as values made once:
+	// starting either then allocates nothing.
+	writer, wakes func()
+	serving       atomic.Bool // a goroutine is running wakes
+	again         atomic.Bool // a wake arrived while it ran
+	remote        string
 }
 
 // streamReadSize is a stream door's first read buffer; it grows to hold the
@@ -70,7 +78,7 @@ const closeGrace = time.Second
 // long a socket may wait to send CONNECT").
 func (s *Server) enrollStream(l *listener, nc net.Conn, arrivedAt time.Time) {
 	t := &streamConn{srv: s, l: l, nc: nc, remote: nc.RemoteAddr().String(), done: make(chan struct{})}
-	t.wcond.L = &t.wmu
+	t.writer, t.wakes = t.writeLoop, t.serveWakes
 	t.c.init(s, t, l.door.Name, arrivedAt)
 	s.mu.Lock()
 	s.conns[&t.c] = struct{}{}
@@ -80,7 +88,6 @@ func (s *Server) enrollStream(l *listener, nc net.Conn, arrivedAt time.Time) {
 		t.c.Kick(codec.ServerShuttingDown)
 	default:
 	}
-	go t.writeLoop()
 	go t.readLoop()
 }
 
@@ -105,7 +112,7 @@ func (t *streamConn) readLoop() {
 	if !t.closing {
 		t.stopped = true
 	}
-	t.wcond.Signal()
+	t.startWriterLocked()
 	t.wmu.Unlock()
 	<-t.done
 	t.nc.Close()
@@ -114,8 +121,10 @@ func (t *streamConn) readLoop() {
 // open runs the TLS handshake and the WebSocket upgrade the door asks for.
 func (t *streamConn) open() error {
 	var rw io.ReadWriter = t.nc
+	t.rd.setSocket(t.nc)
 	if cfg := t.l.door.TLS; cfg != nil {
-		tc := tls.Server(t.nc, cfg)
+		t.rd.rr = &recordReader{Conn: t.nc}
+		tc := tls.Server(t.rd.rr, cfg)
 		if err := tc.Handshake(); err != nil {
 			if t.c.state.Load() != stateEnding {
 				t.c.logWarn("closed: TLS handshake failed", "error", err)
@@ -125,6 +134,7 @@ func (t *streamConn) open() error {
 		t.identify(tc.ConnectionState())
 		rw = tc
 	}
+	t.rd.fill = &fillReader{r: rw}
 	t.wmu.Lock()
 	t.w = rw
 	t.wmu.Unlock()
@@ -153,14 +163,21 @@ func (t *streamConn) identify(cs tls.ConnectionState) {
 	t.mu.Unlock()
 }
 
-// readStream reads a TLS connection's bytes and feeds them to the Conn.
+// readStream reads a TLS connection's bytes and feeds them to the Conn,
+// parked with no buffer whenever everything read has been fed.
 func (t *streamConn) readStream() error {
-	r := t.w.(io.Reader)
-	rbuf := make([]byte, streamReadSize)
+	defer t.rd.giveBack()
 	for {
-		n, err := r.Read(rbuf)
+		if !t.rd.buffered() {
+			t.rd.giveBack()
+			if err := t.rd.parkUntilReadable(); err != nil {
+				return err
+			}
+		}
+		buf := t.rd.take()
+		n, err := t.rd.fill.Read(buf)
 		if n > 0 {
-			t.feed(rbuf[:n])
+			t.feed(buf[:n])
 		}
 		if err != nil {
 			return err
@@ -216,7 +233,7 @@ func (t *streamConn) serveLocked(b []byte) {
 func (t *streamConn) Wake() {
 	t.again.Store(true)
 	if t.serving.CompareAndSwap(false, true) {
-		go t.serveWakes()
+		go t.wakes()
 	}
 }
 
@@ -245,7 +262,7 @@ func (t *streamConn) Write(b []byte) {
 		}
 		t.out = append(t.out, b...)
 		t.pending += len(b)
-		t.wcond.Signal()
+		t.startWriterLocked()
 	}
 	t.wmu.Unlock()
 }
@@ -258,7 +275,7 @@ func (t *streamConn) writeControl(op byte, payload []byte) {
 		t.wsClose = op == opClose
 		t.out = appendFrameHeader(t.out, op, len(payload))
 		t.out = append(t.out, payload...)
-		t.wcond.Signal()
+		t.startWriterLocked()
 	}
 	t.wmu.Unlock()
 }
@@ -275,7 +292,7 @@ func (t *streamConn) Close() {
 	t.nc.SetWriteDeadline(time.Now().Add(closeGrace))
 	t.wmu.Lock()
 	t.closing = true
-	t.wcond.Signal()
+	t.startWriterLocked()
 	t.wmu.Unlock()
 }
 
@@ -283,7 +300,7 @@ func (t *streamConn) Close() {
 func (t *streamConn) Abort() {
 	t.wmu.Lock()
 	t.stopped = true
-	t.wcond.Signal()
+	t.startWriterLocked()
 	t.wmu.Unlock()
 	if tc, ok := t.nc.(*net.TCPConn); ok {
 		tc.SetLinger(0)
@@ -297,17 +314,29 @@ func (t *streamConn) Finish() bool { return false }
 
 func (t *streamConn) RemoteAddr() string { return t.remote }
 
-// writeLoop writes what Write handed over, in order, until Close (then what
-// waits is written first) or Abort.
+// startWriterLocked starts writeLoop unless one runs or the connection has
+// ended; wmu held. The writer runs only while there is something to write
+// or an end to make, so an idle connection parks one goroutine, not two.
+func (t *streamConn) startWriterLocked() {
+	if !t.writing && !t.ended {
+		t.writing = true
+		go t.writer()
+	}
+}
+
+// writeLoop writes what Write handed over, in order, and returns once it has
+// written everything; at Close (what waits written first) or Abort it ends
+// the connection.
 func (t *streamConn) writeLoop() {
-	defer close(t.done)
 	t.wmu.Lock()
 	for {
-		for len(t.out) == 0 && !t.closing && !t.stopped {
-			t.wcond.Wait()
-		}
-		if t.stopped || len(t.out) == 0 || t.w == nil {
+		if t.stopped || t.closing && len(t.out) == 0 || len(t.out) > 0 && t.w == nil {
 			break
+		}
+		if len(t.out) == 0 {
+			t.writing = false
+			t.wmu.Unlock()
+			return
 		}
 		buf, n, w := t.out, t.pending, t.w
 		t.out, t.spare = t.spare[:0], nil
@@ -332,10 +361,12 @@ func (t *streamConn) writeLoop() {
 			t.wmu.Lock()
 		}
 	}
+	t.ended = true
 	graceful := t.closing && !t.stopped && t.wrote
 	sendClose := t.ws != nil && !t.wsClose
 	t.out, t.spare = nil, nil
 	t.wmu.Unlock()
+	defer close(t.done)
 	if graceful {
 		t.finishClose(sendClose)
 		return

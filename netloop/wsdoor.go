@@ -36,7 +36,7 @@ const maxOriginLogged = 256
 
 // wsState is a WebSocket connection's reading side.
 type wsState struct {
-	br         *bufio.Reader
+	br         *bufio.Reader              // from bufReads; nil while parked
 	hdr        [ws.MaxHeaderSize - 2]byte // ReadHeaderBuffer's working room
 	ctl        [ws.MaxControlFramePayloadSize]byte
 	fragmented bool // inside a message of several frames
@@ -52,7 +52,8 @@ var (
 // request that is not an upgrade, a malformed one - an error status, the
 // slot given back before that answer is written.
 func (t *streamConn) upgrade(rw io.ReadWriter) error {
-	st := &wsState{br: bufio.NewReaderSize(rw, streamReadSize)}
+	st := &wsState{br: bufReads.Get().(*bufio.Reader)}
+	st.br.Reset(t.rd.fill)
 	var host, origin string
 	var accepted, refused bool
 	u := ws.Upgrader{
@@ -163,8 +164,20 @@ func (h *headReader) Read(p []byte) (int, error) {
 // 6455 ends it with a close frame saying why.
 func (t *streamConn) readFrames() error {
 	st := t.ws
-	rbuf := make([]byte, streamReadSize)
+	defer t.parkFrames()
 	for {
+		// Between frames with nothing read and not taken, the reader parks
+		// holding neither its bufio.Reader nor its buffer.
+		if (st.br == nil || st.br.Buffered() == 0) && !t.rd.buffered() {
+			t.parkFrames()
+			if err := t.rd.parkUntilReadable(); err != nil {
+				return err
+			}
+		}
+		if st.br == nil {
+			st.br = bufReads.Get().(*bufio.Reader)
+			st.br.Reset(t.rd.fill)
+		}
 		h, err := ws.ReadHeaderBuffer(st.br, st.hdr[:2])
 		if err != nil {
 			return err
@@ -200,6 +213,7 @@ func (t *streamConn) readFrames() error {
 		}
 		st.fragmented = !h.Fin
 		for off, rem := 0, h.Length; rem > 0; {
+			rbuf := t.rd.take()
 			chunk := rbuf[:min(rem, int64(len(rbuf)))]
 			if _, err := io.ReadFull(st.br, chunk); err != nil {
 				return err
@@ -210,6 +224,17 @@ func (t *streamConn) readFrames() error {
 			t.feed(chunk)
 		}
 	}
+}
+
+// parkFrames gives the frame reader's bufio.Reader and buffer back; the
+// bufio.Reader only when it holds nothing.
+func (t *streamConn) parkFrames() {
+	if st := t.ws; st.br != nil && st.br.Buffered() == 0 {
+		st.br.Reset(nil)
+		bufReads.Put(st.br)
+		st.br = nil
+	}
+	t.rd.giveBack()
 }
 
 // closeWS sends a close frame with code and ends the connection after it.
