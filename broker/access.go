@@ -108,6 +108,62 @@ func (b *Broker) grantsFor(who *identity, clientID string) *acl.Grants {
 	return grantsIn(a.ACL, who, clientID)
 }
 
+// readGrant remembers, for one plain subscription, whether its whole filter
+// is readable by the connection holding it under the acl_file in force, so a
+// fan-out asks the acl_file once per subscription and re-read rather than
+// once per delivery. A grant covering the whole filter covers every topic it
+// matches (AllowsFilter is granted whole or not at all), so a hit answers
+// what Allows would; a miss asks per topic, as a filter granted only in part
+// after a re-read must be.
+type readGrant struct {
+	filter string
+	last   atomic.Pointer[readAnswer]
+}
+
+// readAnswer is one answer, made for one identity (one CONNECT) under one
+// acl_file: a re-read or a new connection on the session makes it stale, and
+// it is asked again once.
+type readAnswer struct {
+	who   *identity
+	rules *acl.ACL
+	whole bool
+}
+
+// newReadGrant is the cache of a plain filter's subscription; a shared
+// group's deliveries are asked per member, and a queue's form is not
+// delivered by broadcast, so those carry none.
+func newReadGrant(filter string) *readGrant {
+	if strings.HasPrefix(filter, topic.SharePrefix) || strings.HasPrefix(filter, topic.QueuePrefix) {
+		return nil
+	}
+	return &readGrant{filter: filter}
+}
+
+// covered is the fan-out's question, small enough to be inlined there: the
+// answer remembered for this identity under these rules, when it is yes.
+func (r *readGrant) covered(who *identity, rules *acl.ACL) bool {
+	if r == nil {
+		return false
+	}
+	a := r.last.Load()
+	return a != nil && a.whole && a.who == who && a.rules == rules
+}
+
+// remember answers for g (who's grants under rules) and keeps the answer.
+// AllowsFilter allocates in its walk, so it runs once per identity and
+// re-read, never per delivery.
+func (r *readGrant) remember(who *identity, rules *acl.ACL, g *acl.Grants) bool {
+	if r == nil {
+		return false
+	}
+	if a := r.last.Load(); a != nil && a.who == who && a.rules == rules {
+		return a.whole
+	}
+	whole := g.AllowsFilter(r.filter, acl.Read)
+	r.last.Store(&readAnswer{who: who, rules: rules, whole: whole})
+	return whole
+}
+
 // bytesString views b as a string for a call that keeps nothing: the
 // per-delivery check must not allocate.
 func bytesString(b []byte) string {

@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"strings"
 	"sync"
 	"testing"
 
@@ -130,5 +131,51 @@ func TestBroadcastDeliveryAskedAtFanOut(t *testing.T) {
 	b.Publish(pub, &codec.Publish{Topic: []byte("jobs/b"), Payload: []byte("x")})
 	if n := sub.got(); n != 2 {
 		t.Errorf("deliveries %d, want 2: jobs/a before the re-read, jobs/b after", n)
+	}
+}
+
+// A subscription's remembered read grant answers for the identity and the
+// acl_file it was made under only: the same session taken up under another
+// name is asked again, and so is every subscription after a re-read.
+func TestRememberedReadGrantIsAskedAgainForANewNameAndAReRead(t *testing.T) {
+	b := newTestBroker(t, Options{})
+	a, _ := acl.Parse("/acl.yaml", []byte(shareACL), acl.Options{})
+	b.SetAccess(&Access{ACL: a})
+	attach := func(c delivery.Client, user string, clean bool) {
+		t.Helper()
+		if _, code := b.Connect(c, &netloop.ConnectRequest{Version: 5, ClientID: c.ClientID(), CleanStart: clean, SessionExpiry: 60}); code != codec.Success {
+			t.Fatal(code)
+		}
+		sh := b.shard(c.ClientID())
+		sh.mu.Lock()
+		sh.sessions[c.ClientID()].who.Store(&identity{user: user})
+		sh.mu.Unlock()
+	}
+	first := &recorder{id: "s"}
+	attach(first, "reader", true)
+	if code, _ := b.Subscribe(first, []byte("jobs/#"), delivery.SubscribeOptions{}); code.IsError() {
+		t.Fatal(code)
+	}
+	pub := &recorder{id: "p"}
+	connectNamed(t, b, pub, "writer")
+	publish := func() { b.Publish(pub, &codec.Publish{Topic: []byte("jobs/a"), Payload: []byte("x")}) }
+	publish()
+	if n := first.got(); n != 1 {
+		t.Fatalf("reader: deliveries %d, want 1", n)
+	}
+	second := &recorder{id: "s"}
+	attach(second, "none", false) // the session and its jobs/# taken up under a name that may not read jobs/
+	publish()
+	if n := second.got(); n != 0 {
+		t.Fatalf("none: deliveries %d, want 0 (the reader's grant is not none's)", n)
+	}
+	widened, err := acl.Parse("/acl.yaml", []byte(strings.Replace(shareACL, "other/#", "jobs/#", 1)), acl.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.SetAccess(&Access{ACL: widened})
+	publish()
+	if n := second.got(); n != 1 {
+		t.Fatalf("none after a re-read granting jobs/#: deliveries %d, want 1", n)
 	}
 }

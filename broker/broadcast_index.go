@@ -19,6 +19,9 @@ type subscription struct {
 	// none: a message outside it is not delivered to this subscription,
 	// live or from the retained store (RFC 0003 "Where it applies").
 	part *channelrules.Partition
+	// read is the acl_file's answer for the whole filter, kept across the
+	// copies of this value (nil on a shared group's or a queue's form).
+	read *readGrant
 }
 
 // index is the subscription index: a tree of filter levels whose nodes hold

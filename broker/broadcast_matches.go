@@ -17,6 +17,9 @@ type match struct {
 	qos byte
 	rap bool     // some matching filter asked for Retain As Published
 	ids []uint32 // Subscription Identifiers of the matching filters
+	// read is the first matching filter's remembered read grant: one hit
+	// answers for the session; a miss is asked per topic.
+	read *readGrant
 }
 
 // linearMatches is how long the list is searched before the map is used.
@@ -27,7 +30,7 @@ var matchPool = sync.Pool{New: func() any { return &matches{} }}
 func (ms *matches) add(s *session, sub subscription) {
 	i := ms.find(s)
 	if i < 0 {
-		ms.list = append(ms.list, match{s: s, qos: sub.qos, rap: sub.retainAsPublished})
+		ms.list = append(ms.list, match{s: s, qos: sub.qos, rap: sub.retainAsPublished, read: sub.read})
 		i = len(ms.list) - 1
 		switch {
 		case ms.mapped:

@@ -546,15 +546,36 @@ func (b *Broker) restoreBacklogs() (map[*shareGroup]*restoredGroup, error) {
 }
 
 // readCheck is the acl_file's question for one publish's deliveries: may a
-// session read topic t of channel ch ("" broadcast). A nil one is no acl_file.
+// session read topic t. A nil one is no acl_file.
 type readCheck struct {
 	rules *acl.ACL
-	ch, t string
-	memo  acl.Memo
+	t     string
+	// ch is t's channel ("" broadcast), looked up at the first delivery
+	// the subscription's remembered grant does not answer: a fan-out whose
+	// every subscription is covered costs no lookup.
+	ch     string
+	chRead bool
+	memo   acl.Memo
 }
 
 func (r *readCheck) allows(s *session) bool {
-	return r == nil || grantsIn(r.rules, s.who.Load(), s.id).AllowsMemo(&r.memo, r.ch, r.t, acl.Read)
+	return r == nil || r.topicAllows(grantsIn(r.rules, s.who.Load(), s.id))
+}
+
+// topicAllows asks g about the topic itself.
+func (r *readCheck) topicAllows(g *acl.Grants) bool {
+	if !r.chRead {
+		r.ch, r.chRead = r.rules.Channel(r.t), true
+	}
+	return g.AllowsMemo(&r.memo, r.ch, r.t, acl.Read)
+}
+
+// allowsMatch is allows for a session's merged delivery, after its
+// subscription's remembered grant did not answer yes (readGrant.covered):
+// that grant is asked for this identity and rules, then the topic itself.
+func (r *readCheck) allowsMatch(x *match, who *identity) bool {
+	g := grantsIn(r.rules, who, x.s.id)
+	return x.read.remember(who, r.rules, g) || r.topicAllows(g)
 }
 
 // anyMember reports whether some member of g, connected or not, may read

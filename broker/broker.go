@@ -863,7 +863,6 @@ func (b *Broker) routeLogged(publisher string, p *codec.Publish, offset uint64, 
 	var check readCheck
 	if a := b.access.Load(); a != nil && a.ACL != nil {
 		check.rules, check.t = a.ACL, bytesString(p.Topic)
-		check.ch = check.rules.Channel(check.t)
 		ask = &check
 	}
 	away := b.bcast.scratch()
@@ -890,8 +889,10 @@ func (b *Broker) routeLogged(publisher string, p *codec.Publish, offset uint64, 
 			b.shareDeliver(x.s.group, p, &m, away, ask)
 			continue
 		}
-		if !ask.allows(x.s) {
-			continue
+		if ask != nil {
+			if who := x.s.who.Load(); !x.read.covered(who, ask.rules) && !ask.allowsMatch(x, who) {
+				continue
+			}
 		}
 		qos := min(p.QoS, x.qos)
 		if qos > 0 && x.s.expiry > 0 {
@@ -1010,7 +1011,9 @@ func (b *Broker) Subscribe(c delivery.Client, f []byte, o delivery.SubscribeOpti
 		sh.mu.Unlock()
 		return codec.UnspecifiedError, "the session was taken over" // between packets
 	}
-	if g := b.grantsFor(s.who.Load(), id); g != nil {
+	who := s.who.Load()
+	g := b.grantsFor(who, id)
+	if g != nil {
 		switch {
 		case shared && g.Denied(acl.Share):
 			// Told Shared Subscription Available 0 at CONNECT: asking
@@ -1045,7 +1048,11 @@ func (b *Broker) Subscribe(c delivery.Client, f []byte, o delivery.SubscribeOpti
 		o.QoS = 1 // a queue's offers are sent at QoS 1, granted 0x01 at QoS 2
 	}
 	sub := subscription{qos: min(o.QoS, 2), noLocal: o.NoLocal, retainAsPublished: o.RetainAsPublished,
-		retainHandling: o.RetainHandling, id: o.SubscriptionID, logOffset: b.sessions.Log().Next()}
+		retainHandling: o.RetainHandling, id: o.SubscriptionID, logOffset: b.sessions.Log().Next(), read: newReadGrant(filter)}
+	if g != nil && sub.read != nil {
+		// AllowsFilter granted the whole filter just now.
+		sub.read.last.Store(&readAnswer{who: who, rules: g.ACL, whole: true})
+	}
 	if d.Partition.Declared() {
 		sub.part = &d.Partition
 	}

@@ -138,7 +138,7 @@ func (b *Broker) restoreRecords(r *restoring) error {
 		}
 		for _, sub := range rec.Subscriptions {
 			s.filters[sub.Filter] = subscription{qos: sub.QoS, noLocal: sub.NoLocal, retainAsPublished: sub.RetainAsPublished,
-				retainHandling: sub.RetainHandling, id: sub.SubscriptionID, logOffset: sub.LogOffset}
+				retainHandling: sub.RetainHandling, id: sub.SubscriptionID, logOffset: sub.LogOffset, read: newReadGrant(sub.Filter)}
 		}
 		cursor, ok, err := b.sessions.Cursor(s.id)
 		if err != nil {
