@@ -687,9 +687,25 @@ func (e *Engine) dispatch() {
 	}
 }
 
+// passOver is how many available jobs one offer steps over because the
+// acl_file lets the worker take none of them, before it gives up until the
+// next tick: each is held out of the store's answer meanwhile (a sqlite Offer
+// reads past them), so the walk is bounded rather than the queue's depth.
+const passOver = 16
+
 // offer hands w the oldest available job it can take. more is false when
 // no job is available (for anyone).
 func (e *Engine) offer(w *worker, c delivery.Client) (offered, more bool) {
+	// The jobs the acl_file refuses w are held DELIVERING while the walk
+	// goes on past them, then handed back with their attempt unspent for
+	// the next worker (checklist C4.2).
+	var passed [passOver]store.Delivery
+	n := 0
+	defer func() {
+		for _, d := range passed[:n] {
+			_ = e.q.Unsend(d)
+		}
+	}()
 	for {
 		now := e.clk.Now()
 		j, d, ok, err := e.q.Offer(w.id, now)
@@ -698,7 +714,8 @@ func (e *Engine) offer(w *worker, c delivery.Client) (offered, more bool) {
 			return false, false
 		}
 		if !ok {
-			return false, false
+			// The jobs passed over are there for the other workers.
+			return false, n > 0
 		}
 		switch {
 		case e.expired(&j, now):
@@ -711,10 +728,14 @@ func (e *Engine) offer(w *worker, c delivery.Client) (offered, more bool) {
 			continue
 		}
 		if !e.host.Allows(w.id, j.Topic, acl.Consume) {
-			// Asked where the worker is chosen, now: the job goes back
-			// unspent for another (checklist C4.2).
-			_ = e.q.Unsend(d)
-			return false, true
+			// Asked where the worker is chosen, now: a worker whose grant
+			// is narrowed by filter: may take a later job (RFC 0002 "The
+			// verbs"), and this one goes back unspent for another.
+			passed[n] = d
+			if n++; n == passOver {
+				return false, true
+			}
+			continue
 		}
 		seq := uint32(d.Epoch)
 		m := e.message(&j, d, now)

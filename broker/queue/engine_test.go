@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -26,11 +27,17 @@ type fakeHost struct {
 	mu      sync.Mutex
 	clients map[string]*fakeClient
 	denied  map[string]bool // client ids the acl_file refuses consume
+	// only narrows a client id's consume to the topics with this prefix, as
+	// a channel rule's filter: does.
+	only map[string]string
 }
 
-func (h *fakeHost) Allows(id, _ string, verb acl.Verb) bool {
+func (h *fakeHost) Allows(id, t string, verb acl.Verb) bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	if p, ok := h.only[id]; ok && verb == acl.Consume && !strings.HasPrefix(t, p) {
+		return false
+	}
 	return verb != acl.Consume || !h.denied[id]
 }
 func (h *fakeHost) OnGrantsChanged(func())                         {}
@@ -143,7 +150,7 @@ func newRigBounded(t testing.TB, o Options, maxBytes int64) *rig {
 
 func startRig(t testing.TB, q store.Queue, o Options) *rig {
 	t.Helper()
-	h := &fakeHost{clk: clock.NewFake(t0), clients: map[string]*fakeClient{}, denied: map[string]bool{}}
+	h := &fakeHost{clk: clock.NewFake(t0), clients: map[string]*fakeClient{}, denied: map[string]bool{}, only: map[string]string{}}
 	o.Name, o.Store, o.Host = "jobs", q, h
 	if o.Filters == nil {
 		o.Filters = []string{"work/+/inspect"}
@@ -864,5 +871,29 @@ func TestWorkerTheACLRefusesConsumeIsPassedOverAttemptUnspent(t *testing.T) {
 	r.tick()
 	if attempt(t, b.last(t)) != 1 {
 		t.Fatal("the refused offer spent an attempt")
+	}
+}
+
+// A worker whose consume is narrowed to some topics is offered the oldest job
+// it may take, past the older ones it may not; those stay for another worker
+// with their attempt unspent.
+func TestNarrowedWorkerIsOfferedALaterJobItMayTake(t *testing.T) {
+	r := newRig(t, opts())
+	a := r.worker("a")
+	r.host.mu.Lock()
+	r.host.only["a"] = "work/1/"
+	r.host.mu.Unlock()
+	r.publish("work/2/inspect", "not for a")
+	r.publish("work/1/inspect", "for a")
+	r.tick()
+	got := a.offers()
+	if len(got) != 1 || string(got[0].m.Topic) != "work/1/inspect" {
+		t.Fatalf("a was offered %d jobs, want the one on work/1/inspect", len(got))
+	}
+	b := r.worker("b")
+	r.tick()
+	o := b.last(t)
+	if string(o.m.Topic) != "work/2/inspect" || attempt(t, o) != 1 {
+		t.Fatalf("b got %s at attempt %d, want work/2/inspect at 1", o.m.Topic, attempt(t, o))
 	}
 }
