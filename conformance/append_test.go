@@ -709,42 +709,7 @@ func TestCatalogueAnswersWhatAChannelIs(t *testing.T) {
 	b := startSaguin(t, t.TempDir(), y)
 	c := dialRaw(t, b.addr, codec.Version5)
 	c.mustConnect("asker", nil)
-	ask := func(name string, qos byte, withResponse bool) (*codec.Publish, codec.ReasonCode) {
-		p := &codec.Publish{QoS: qos, PacketID: 1, Topic: []byte("$saguin/catalogue/" + name)}
-		if withResponse {
-			p.Properties.ResponseTopic = []byte("cat/reply")
-			p.Properties.Present.Set(codec.PropResponseTopic)
-			p.Properties.CorrelationData = []byte("c1")
-			p.Properties.Present.Set(codec.PropCorrelationData)
-		}
-		c.sendPublish(p)
-		if qos == 0 {
-			return nil, 0
-		}
-		var reply *codec.Publish
-		for {
-			h, body := c.read()
-			switch h.Type {
-			case codec.TypePublish:
-				var q codec.Publish
-				if err := q.Decode(h, body, c.version); err != nil {
-					t.Fatal(err)
-				}
-				reply = &q
-			case codec.TypePuback:
-				var a codec.Ack
-				if err := a.Decode(h, body, c.version); err != nil {
-					t.Fatal(err)
-				}
-				if reply == nil {
-					reply = c.expectPublishWithin(waitLong)
-				}
-				return reply, a.ReasonCode
-			default:
-				t.Fatalf("got %s", h.Type)
-			}
-		}
-	}
+	ask := c.askCatalogue
 	reply, code := ask("events", 1, true)
 	want := `{"name":"events","type":"append","filter":"iot/{a,b}/events/#","verbs":["write","read","seek"]}`
 	if code != codec.Success || string(reply.Payload) != want || string(reply.Properties.CorrelationData) != "c1" || string(reply.Topic) != "cat/reply" {

@@ -368,6 +368,36 @@ func TestSIGUSR1WithABrokenFileChangesNothing(t *testing.T) {
 	b.log.wait(regexp.MustCompile(`level=ERROR.*SIGUSR1`), time.Second)
 }
 
+// AMB-24: SIGUSR1 is one step - with the configuration, the password file
+// and the acl_file all broken, each is named at error in that one step (not
+// the first alone), and nothing is applied.
+func TestSIGUSR1NamesEveryFailingFile(t *testing.T) {
+	b := authBroker(t, authACL, "")
+	pw := filepath.Join(b.dir, "clients.passwd")
+	f, err := os.OpenFile(pw, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteString("argon:$argon2id$v=19$m=65536,t=3,p=4$c2FsdA$aGFzaA\n")
+	f.Close()
+	aclPath := filepath.Join(b.dir, "acl.yaml")
+	os.WriteFile(aclPath, []byte(authACL+"clients:\n  x: [device]\n"), 0o600)
+	cfg := filepath.Join(b.dir, "saguin.yaml")
+	os.WriteFile(cfg, []byte("broker: [not, a, mapping\n"), 0o600)
+	b.signal(syscall.SIGUSR1)
+	for _, path := range []string{cfg, pw, aclPath} {
+		if b.log.wait(regexp.MustCompile(`level=ERROR.*SIGUSR1.*`+regexp.QuoteMeta(path)), waitLong) == "" {
+			t.Fatalf("no error line of the re-read names %s", path)
+		}
+	}
+	d := dialRaw(t, b.addr, codec.Version5)
+	d.mustConnect(clientID(t, "old"), login("device-7", "pw7"))
+	d.publish("iot/device-7/x", []byte("x"), 1, 1)
+	if code := d.expectPuback(1); code != codec.Success {
+		t.Fatalf("the old grants are gone: 0x%02x", byte(code))
+	}
+}
+
 func hangUpRequest(target, responseTopic string) *codec.Publish {
 	p := &codec.Publish{Topic: []byte("$saguin/sessions/disconnect"), Payload: []byte(target), QoS: 1, PacketID: 7}
 	if responseTopic != "" {
@@ -478,4 +508,58 @@ func TestHangUpFrom311ClosesTheAsker(t *testing.T) {
 	if code := dev.expectPuback(1); code != codec.Success {
 		t.Fatalf("the named client was touched: 0x%02x", byte(code))
 	}
+}
+
+// RFC 0002 "The verbs" / checklist B.5 (C4.2): a queue job is offered only
+// to a worker the acl_file lets consume it - a worker whose consume a
+// filter: narrows is offered a later job past an older one it may not take -
+// and the job it was refused waits for an allowed worker with its attempt
+// unspent.
+func TestQueueJobOfferedOnlyToAnAllowedWorkerAttemptUnspent(t *testing.T) {
+	saguinOnly(t, "the test needs a saguin started with its own password file")
+	dir := t.TempDir()
+	pw := writePasswd(t, dir, map[string]string{"producer": "pwp", "narrow": "pwn", "wide": "pww"})
+	acl := `roles:
+  producer:
+    - channel: jobs
+      allow: [write]
+  site-1:
+    - channel: jobs
+      filter: work/1/inspect
+      allow: [consume]
+  every-site:
+    - channel: jobs
+      allow: [consume]
+users:
+  producer: [producer]
+  narrow: [site-1]
+  wide: [every-site]
+`
+	os.WriteFile(filepath.Join(dir, "acl.yaml"), []byte(acl), 0o600)
+	b := startBrokerIn(t, dir, brokerConfig{MQTT: "password_file: " + pw + "\nacl_file: " + filepath.Join(dir, "acl.yaml"), Channels: queueChannel})
+	worker := func(user, pass string) *raw {
+		w := dialRaw(t, b.addr, codec.Version5)
+		w.mustConnect(user, login(user, pass))
+		if got := w.subscribe(1, queueForm, 1); len(got) != 1 || got[0] != codec.GrantedQoS1 {
+			t.Fatalf("%s: SUBACK %v for the queue's form, want 0x01", user, got)
+		}
+		return w
+	}
+	narrow := worker("narrow", "pwn")
+	pub := dialRaw(t, b.addr, codec.Version5)
+	pub.mustConnect("producer", login("producer", "pwp"))
+	pub.publishQoS1("work/2/inspect", []byte("site 2"), 1)
+	pub.publishQoS1("work/1/inspect", []byte("site 1"), 2)
+	got := narrow.expectPublishWithin(5 * time.Second)
+	if string(got.Topic) != "work/1/inspect" || offerAttempt(t, got) != 1 {
+		t.Fatalf("narrow was offered %q on %s at attempt %d, want site 1's job at 1", got.Payload, got.Topic, offerAttempt(t, got))
+	}
+	narrow.ackDelivery(got)
+	narrow.answer(got, "ack")
+	wide := worker("wide", "pww")
+	o := wide.expectPublishWithin(5 * time.Second)
+	if string(o.Payload) != "site 2" || offerAttempt(t, o) != 1 {
+		t.Fatalf("wide was offered %q at attempt %d, want site 2's job at attempt 1 (refusing it to narrow spent none)", o.Payload, offerAttempt(t, o))
+	}
+	narrow.expectNothing("site 2's job is not narrow's to take")
 }

@@ -26,24 +26,25 @@ import (
 // are startup-only.
 func reread(running *config.Config, level *slog.LevelVar, b *broker.Broker, tlsDoors *certs.Store, srv *netloop.Server,
 	runs []*running, names []string, log *slog.Logger) {
+	// Every file is read, whatever failed before it, so that each failing
+	// one is named in this one step rather than one a signal.
+	failed := false
 	next, err := config.Load(running.File)
 	if err != nil {
-		log.Error("SIGUSR1: the configuration is not valid; nothing was re-read and everything stays as it was", "config", running.File, "error", err)
-		return
+		failed = true
+		log.Error("SIGUSR1: the configuration is not valid; nothing re-read is applied, and the broker keeps what it had", "config", running.File, "error", err)
 	}
 	access, errs := loadAccess(running)
-	if len(errs) > 0 {
-		for _, err := range errs {
-			var es interface{ Unwrap() []error }
-			if errors.As(err, &es) {
-				for _, e := range es.Unwrap() {
-					log.Error("SIGUSR1: a credential file cannot be used; nothing re-read is applied, and the broker keeps what it had", "error", e)
-				}
-				continue
+	for _, err := range errs {
+		failed = true
+		var es interface{ Unwrap() []error }
+		if errors.As(err, &es) {
+			for _, e := range es.Unwrap() {
+				log.Error("SIGUSR1: a credential file cannot be used; nothing re-read is applied, and the broker keeps what it had", "error", e)
 			}
-			log.Error("SIGUSR1: a credential file cannot be used; nothing re-read is applied, and the broker keeps what it had", "error", err)
+			continue
 		}
-		return
+		log.Error("SIGUSR1: a credential file cannot be used; nothing re-read is applied, and the broker keeps what it had", "error", err)
 	}
 	var applies []func()
 	var lines []string
@@ -53,19 +54,24 @@ func reread(running *config.Config, level *slog.LevelVar, b *broker.Broker, tlsD
 		}
 		apply, l, err := r.reread()
 		if err != nil {
-			log.Error("SIGUSR1: a file did not read; nothing was changed", "service", names[i], "error", err)
-			return
+			failed = true
+			log.Error("SIGUSR1: a file did not read; nothing re-read is applied, and the broker keeps what it had", "service", names[i], "error", err)
+			continue
 		}
 		applies = append(applies, apply)
 		lines = append(lines, l...)
 	}
-	// The MQTT doors' certificates last: Reload swaps them in itself once
-	// every door's pair has loaded, so nothing else is applied before it.
-	loaded, err := tlsDoors.Reload()
+	// The MQTT doors' certificates are staged like the rest: read now, put
+	// in force only with everything else.
+	applyCerts, loaded, err := tlsDoors.Reread()
 	if err != nil {
+		failed = true
 		log.Error("SIGUSR1: a certificate did not load; every listener keeps serving the pair it had, and nothing else re-read is applied", "error", err)
+	}
+	if failed {
 		return
 	}
+	applyCerts()
 	b.SetAccess(access)
 	for _, apply := range applies {
 		apply()
