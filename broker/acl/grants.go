@@ -155,11 +155,17 @@ func fitsLevel(name string) bool {
 	return name != "" && !strings.ContainsAny(name, "+#/")
 }
 
+// literalPrefix is what every topic f matches begins with: f up to its first
+// wildcard, and short of the / before a trailing # - a/# matches a itself.
 func literalPrefix(f string) string {
-	if i := strings.IndexAny(f, "+#"); i >= 0 {
-		return f[:i]
+	i := strings.IndexAny(f, "+#")
+	switch {
+	case i < 0:
+		return f
+	case f[i] == '#' && i > 0:
+		return f[:i-1]
 	}
-	return f
+	return f[:i]
 }
 
 // substitute puts the names in, in one pass: a name holding %c is put in as

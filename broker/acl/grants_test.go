@@ -230,3 +230,15 @@ func TestAllowsMemoAnswersAsAllows(t *testing.T) {
 		}
 	}
 }
+
+// A rule's filter ending /# grants the level above it too, as MQTT's
+// matching does (a/# matches a): the quick prefix test must not refuse it.
+func TestATrailingHashRuleGrantsItsParentLevel(t *testing.T) {
+	a := mustParse(t, "roles:\n  r:\n    - topic: TopicA/#\n      allow: [write]\n    - topic: s/+/x\n      allow: [write]\nusers:\n  \"*\": [r]\n")
+	g := a.Grants("", "c")
+	for topic, want := range map[string]bool{"TopicA": true, "TopicA/B": true, "TopicAB": false, "Topic": false, "s//x": true, "s/x": false} {
+		if got := g.Allows("", topic, Write); got != want {
+			t.Errorf("write on %q: %v, want %v", topic, got, want)
+		}
+	}
+}
