@@ -246,3 +246,78 @@ func TestOperationsConsumersAndPositionLostFollowADurableConsumer(t *testing.T) 
 		t.Fatalf("saguin_channel_position_lost_total{channel=events} = %v (present %v), want the rows' counts summed, %d", v, ok, sum)
 	}
 }
+
+type queueBody struct {
+	Channel    string `json:"channel"`
+	Unresolved int    `json:"unresolved"`
+	Returned   int    `json:"returned"`
+	Records    []struct {
+		Offset     uint64  `json:"offset"`
+		Topic      string  `json:"topic"`
+		Attempts   int     `json:"attempts"`
+		State      string  `json:"state"`
+		Holder     *string `json:"holder"`
+		LeaseUntil *string `json:"lease_until"`
+		FirstSeen  *string `json:"first_seen"`
+		LastSeen   *string `json:"last_seen"`
+	} `json:"records"`
+}
+
+// D.8 #87-#88: /queues/<channel> lists the unresolved jobs, most attempts
+// first, each waiting, delivering (offered, no PUBACK) or leased - holder
+// and lease_until on a leased one only - with its delivery times, no
+// payload, and the total beside the rows; the dead-letter channel and any
+// name that is not a queue are 404.
+func TestOperationsQueueRouteListsTheJobsAndTheirState(t *testing.T) {
+	dir := t.TempDir()
+	yaml := saguinYAML(memoryStorage, "operations:\n  listen:\n    tcp:\n      address: 127.0.0.1:0") +
+		"channels:\n  jobs:\n    type: queue\n    filter: work/+/inspect\n    visibility_timeout: 1h\n"
+	b := startSaguin(t, dir, yaml)
+	ob := &opsBroker{brokerProc: b}
+	if m := opsOpenRE.FindStringSubmatch(b.log.wait(opsOpenRE, 5*time.Second)); m != nil {
+		ob.ops = m[3]
+	}
+	pub := dialRaw(t, b.addr, codec.Version5)
+	pub.mustConnect("producer", nil)
+	for i, p := range []string{"payload-one", "payload-two", "payload-three"} {
+		pub.publishQoS1("work/"+string(rune('1'+i))+"/inspect", []byte(p), uint16(i+1))
+	}
+	w1 := queueWorker(t, b.addr, "w1")
+	w1.ackDelivery(w1.expectPublishWithin(waitLong)) // job 1 leased by w1
+	w2 := queueWorker(t, b.addr, "w2")
+	w2.expectPublishWithin(waitLong) // job 2 offered to w2, no PUBACK
+
+	var q queueBody
+	var body string
+	deadline := time.Now().Add(waitLong)
+	for {
+		body = ob.getJSON(t, "/v1/operations/queues/jobs", &q)
+		if len(q.Records) == 3 && q.Records[0].State == "leased" && q.Records[1].State == "delivering" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the queue never showed one job leased and one delivering: %s", body)
+		}
+		time.Sleep(20 * time.Millisecond) // polling a route; nothing here waits on a clock
+	}
+	if q.Channel != "jobs" || q.Unresolved != 3 || q.Returned != 3 {
+		t.Fatalf("queue body: %s", body)
+	}
+	leased, delivering, waiting := q.Records[0], q.Records[1], q.Records[2]
+	if leased.Offset != 1 || leased.Topic != "work/1/inspect" || leased.Attempts != 1 || leased.Holder == nil || *leased.Holder != "w1" ||
+		leased.LeaseUntil == nil || !stampRE.MatchString(*leased.LeaseUntil) || leased.FirstSeen == nil || leased.LastSeen == nil {
+		t.Fatalf("the leased job: %s", body)
+	}
+	if delivering.Offset != 2 || delivering.Holder != nil || delivering.LeaseUntil != nil || waiting.Offset != 3 || waiting.State != "waiting" ||
+		waiting.Holder != nil || waiting.FirstSeen != nil || waiting.LastSeen != nil {
+		t.Fatalf("the delivering and waiting jobs: %s", body)
+	}
+	if strings.Contains(body, "payload-") {
+		t.Fatalf("a payload came back: %s", body)
+	}
+	for _, name := range []string{"jobs__dlq", "events"} {
+		if resp, body := ob.get(t, "GET", "/v1/operations/queues/"+name); resp.StatusCode != 404 || strings.Contains(body, "jobs") {
+			t.Errorf("/queues/%s: %d %s, want 404 naming no queue", name, resp.StatusCode, body)
+		}
+	}
+}

@@ -102,7 +102,10 @@ type Queue struct {
 	Name, Filter, Provider string
 	Depth                  func() int
 	Bytes                  func() int64
-	Counters               *queue.Counters
+	// Jobs lists the unresolved jobs for /v1/operations/queues/<channel>
+	// (store.Queue.Jobs).
+	Jobs     func(max int) ([]store.ListedJob, error)
+	Counters *queue.Counters
 }
 
 // Source is where a scrape reads its numbers.

@@ -122,3 +122,57 @@ func (s *Server) positionLost(w http.ResponseWriter, _ *http.Request) {
 		Beyond   uint64     `json:"beyond"`
 	}{rows, len(rows), tracked, beyond})
 }
+
+type jobJSON struct {
+	Offset     uint64  `json:"offset"`
+	Topic      string  `json:"topic"`
+	Attempts   uint32  `json:"attempts"`
+	State      string  `json:"state"`
+	Holder     *string `json:"holder,omitempty"`
+	LeaseUntil *string `json:"lease_until,omitempty"`
+	FirstSeen  *string `json:"first_seen"`
+	LastSeen   *string `json:"last_seen"`
+}
+
+// jobStates are RFC 0005's names for a job's state.
+var jobStates = map[store.JobState]string{
+	store.JobAvailable: "waiting", store.JobDelivering: "delivering", store.JobLeased: "leased",
+}
+
+// queue answers what a queue holds: the hundred unresolved jobs with the
+// most attempts (then the oldest), each with its state, and holder and
+// lease deadline only while leased; first_seen and last_seen are its first
+// and last delivery, null before one (checklist AMB-18). No payload is read.
+// A name that is not a served queue is 404 and names none that are.
+func (s *Server) queue(w http.ResponseWriter, r *http.Request) {
+	name := strings.TrimPrefix(r.URL.Path, queuesPrefix)
+	for _, q := range s.opts.Source.Queues {
+		if q.Name != name {
+			continue
+		}
+		unresolved := max(q.Depth(), 0)
+		list, err := q.Jobs(rowLimit)
+		if err != nil {
+			s.log.Error("listing a queue's jobs for /v1/operations/queues", "channel", name, "error", err)
+			textError(w, http.StatusInternalServerError, "the store could not list the queue's jobs\n")
+			return
+		}
+		rows := make([]jobJSON, len(list))
+		for i, j := range list {
+			rows[i] = jobJSON{Offset: j.Offset, Topic: j.Topic, Attempts: j.Attempts, State: jobStates[j.State],
+				FirstSeen: stamp(j.FirstDelivery), LastSeen: stamp(j.LastDelivery)}
+			if j.State == store.JobLeased {
+				holder := j.Holder
+				rows[i].Holder, rows[i].LeaseUntil = &holder, stamp(j.LeaseUntil)
+			}
+		}
+		writeJSON(w, http.StatusOK, struct {
+			Channel    string    `json:"channel"`
+			Unresolved int       `json:"unresolved"`
+			Returned   int       `json:"returned"`
+			Records    []jobJSON `json:"records"`
+		}{name, max(unresolved, len(rows)), len(rows), rows})
+		return
+	}
+	textError(w, http.StatusNotFound, "no such queue\n")
+}

@@ -6,8 +6,6 @@ import (
 	"net/http"
 	"strings"
 	"time"
-
-	"github.com/saguin-edge/saguin/config"
 )
 
 // The /v1/operations routes, each answering GET only.
@@ -129,15 +127,6 @@ func acceptsGzip(h string) bool {
 	return false
 }
 
-// notKept answers a route whose data this build does not keep yet: 501,
-// saying which part of the broker will keep it, rather than an empty list
-// that would read as "nobody is behind" (docs/operations.md).
-func notKept(why string) func(*Server, http.ResponseWriter, *http.Request) {
-	return func(_ *Server, w http.ResponseWriter, _ *http.Request) {
-		writeJSON(w, http.StatusNotImplemented, map[string]string{"error": "not kept yet", "why": why})
-	}
-}
-
 // config is the configuration this process resolved at start, narrowed by
 // ?section= (repeats compose); an unknown section is 400 listing the names.
 func (s *Server) config(w http.ResponseWriter, r *http.Request) {
@@ -172,23 +161,6 @@ func (s *Server) acl(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(http.StatusOK)
 	w.Write(body.Bytes())
-}
-
-// queue answers what a queue holds. A name that is not a configured queue is
-// 404 and does not name the ones that are. A configured one is 501 for now:
-// the body is rows of jobs (offset, topic, attempts, state, holder, lease
-// deadline, times), and the queue store has no listing of its jobs - only a
-// lookup by offset - while holders live in the engine's own goroutine; a
-// body of counts alone would break the /v1 shape the RFC fixes.
-func (s *Server) queue(w http.ResponseWriter, r *http.Request) {
-	name := strings.TrimPrefix(r.URL.Path, queuesPrefix)
-	for _, ch := range s.opts.Config.Channels {
-		if ch.Name == name && ch.Type == config.TypeQueue {
-			notKept("the queue store keeps no listing of its jobs yet: saguin_queue_depth and saguin_queue_inflight say how many are unresolved and out with a worker")(s, w, r)
-			return
-		}
-	}
-	textError(w, http.StatusNotFound, "no such queue\n")
 }
 
 type sessionJSON struct {

@@ -242,6 +242,10 @@ type Queue interface {
 	ExpireOlderThan(t time.Time, max int) ([]Job, error)
 	// State is the job's volatile state and current epoch.
 	State(offset uint64) (JobState, uint64, bool)
+	// Jobs lists at most max unresolved jobs in ListedBefore order (most
+	// attempts first, then the oldest) with their delivery state and no
+	// payload, in memory bounded by max (JobList). No write.
+	Jobs(max int) ([]ListedJob, error)
 
 	// DeadLetter moves the job named by d out of the queue and into
 	// DeadLetters() at its next offset, in one operation: the record keeps its

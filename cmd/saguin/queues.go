@@ -42,7 +42,7 @@ func plugQueues(cfg *config.Config, st *storage, b *broker.Broker) error {
 		}
 		st.queueOps = append(st.queueOps, ops.Queue{
 			Name: ch.Name, Filter: ch.Filter, Provider: ch.Storage,
-			Depth: qs.q.Depth, Bytes: qs.q.Bytes, Counters: &e.C,
+			Depth: qs.q.Depth, Bytes: qs.q.Bytes, Jobs: qs.q.Jobs, Counters: &e.C,
 		})
 		for _, d := range cfg.DeadLetters {
 			if d.DerivedFrom != ch.Name {

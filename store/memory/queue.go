@@ -108,6 +108,28 @@ func (q *queueStore) enqueueLocked(r *store.Record, size int64) {
 	q.depth++
 }
 
+// Jobs implements store.Queue: one pass over the jobs under the lock.
+func (q *queueStore) Jobs(max int) ([]store.ListedJob, error) {
+	l := store.NewJobList(max)
+	q.mu.Lock()
+	for _, j := range q.jobs[q.head:] {
+		if j.gone || !l.Wants(j.job.Attempts, j.job.Offset) {
+			continue
+		}
+		row := store.ListedJob{Offset: j.job.Offset, Topic: j.job.Topic, Attempts: j.job.Attempts, State: j.state,
+			FirstDelivery: j.job.FirstDelivery, LastDelivery: j.job.LastDelivery}
+		if j.state != store.JobAvailable {
+			row.Holder = j.holder
+		}
+		if j.state == store.JobLeased {
+			row.LeaseUntil = j.deadline
+		}
+		l.Offer(row)
+	}
+	q.mu.Unlock()
+	return l.Sorted(), nil
+}
+
 // Offer implements store.Queue.
 func (q *queueStore) Offer(holder string, now time.Time) (store.Job, store.Delivery, bool, error) {
 	q.mu.Lock()

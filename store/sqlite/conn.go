@@ -29,7 +29,7 @@ type conn struct {
 	latestGet, latestGetFull, latestTrimmable, latestAnyTrimmable, latestUpdate, latestInsert, latestChanges, latestCount *sql.Stmt
 	latestOldest, latestDeleteRow, latestRange                                                                            *sql.Stmt
 
-	queueInsert, queueSetAttempts, queueMin, queueRead, queueGet, queueLease, queueDelete, queueSums, queueExpired *sql.Stmt
+	queueInsert, queueSetAttempts, queueMin, queueRead, queueGet, queueLease, queueDelete, queueSums, queueExpired, queueListed *sql.Stmt
 
 	positionGet, positionSave, positionDrop, positionLowest, positionsAll, positionsBehind *sql.Stmt
 
@@ -95,6 +95,7 @@ func (c *conn) statements() []struct {
 		{&c.queueGet, `SELECT offset, ` + recordCols + `, attempts, first_delivery, last_delivery FROM queue_items WHERE channel = ? AND offset = ?`},
 		{&c.queueLease, `UPDATE queue_items SET attempts = attempts + 1, first_delivery = CASE first_delivery WHEN 0 THEN ? ELSE first_delivery END, last_delivery = ? WHERE channel = ? AND offset = ?`},
 		{&c.queueDelete, `DELETE FROM queue_items WHERE channel = ? AND offset = ?`},
+		{&c.queueListed, `SELECT topic, first_delivery, last_delivery FROM queue_items WHERE channel = ? AND offset = ?`},
 		{&c.queueSums, `SELECT offset, size, attempts FROM queue_items WHERE channel = ? ORDER BY offset`},
 		{&c.queueExpired, `SELECT offset, ` + recordCols + `, attempts, first_delivery, last_delivery FROM queue_items WHERE channel = ? AND offset >= ? AND ts != 0 AND ts < ? ORDER BY offset LIMIT ?`},
 

@@ -219,6 +219,50 @@ func (q *queueStore) Offer(holderName string, now time.Time) (store.Job, store.D
 	}
 }
 
+// Jobs implements store.Queue: the jobs chosen from the in-memory state
+// (attempts, holder, deadline) under q.mu, then each chosen row's topic and
+// delivery times read - never its payload. A job resolved between the two
+// is left out.
+func (q *queueStore) Jobs(max int) ([]store.ListedJob, error) {
+	l := store.NewJobList(max)
+	q.mu.Lock()
+	for off, js := range q.jobs {
+		if !l.Wants(js.attempts, off) {
+			continue
+		}
+		row := store.ListedJob{Offset: off, Attempts: js.attempts, State: js.state}
+		if js.state != store.JobAvailable {
+			row.Holder = js.holder
+		}
+		if js.state == store.JobLeased {
+			row.LeaseUntil = js.deadline
+		}
+		l.Offer(row)
+	}
+	q.mu.Unlock()
+	rows := l.Sorted()
+	out := rows[:0]
+	err := q.p.readConn(func(c *conn) error {
+		for _, r := range rows {
+			var first, last int64
+			err := c.queueListed.QueryRow(q.id, int64(r.Offset)).Scan(&r.Topic, &first, &last)
+			if errors.Is(err, sql.ErrNoRows) {
+				continue
+			}
+			if err != nil {
+				return err
+			}
+			r.FirstDelivery, r.LastDelivery = store.FromUnixNanos(first), store.FromUnixNanos(last)
+			out = append(out, r)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, q.p.mapErr("listing the jobs of "+q.name, err)
+	}
+	return out, nil
+}
+
 // current finds the job d names, if d is its current delivery. Caller holds q.mu.
 func (q *queueStore) current(d store.Delivery) (*jobState, error) {
 	js := q.jobs[d.Offset]

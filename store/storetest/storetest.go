@@ -59,6 +59,7 @@ func Run(t *testing.T, open Opener) {
 	t.Run("LatestSetGetReplaceAndTombstones", s.latest)
 	t.Run("LatestSurvivesRestart", s.latestRestart)
 	t.Run("QueueOfferLeaseResolve", s.queueLifecycle)
+	t.Run("QueueJobsListsMostAttemptsFirstWithTheirState", s.queueJobs)
 	t.Run("QueueFencesStaleDeliveries", s.queueFencing)
 	t.Run("QueueBackoffSkipsNeverWaits", s.queueBackoff)
 	t.Run("QueueDeadLetterMoveIsOneOperation", s.deadLetter)
@@ -774,6 +775,59 @@ func (s *script) latestRestart(t *testing.T) {
 	}
 	if v, ok, _ := l.Get("b"); !ok || v.Offset != 2 {
 		t.Fatalf("value below the floor after restart: %+v %v", v, ok)
+	}
+}
+
+func (s *script) queueJobs(t *testing.T) {
+	p := s.mustOpen(t, Config{Dir: t.TempDir()})
+	defer mustClose(t, p)
+	q, err := p.Queue("jobs", store.QueueOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 1; i <= 5; i++ {
+		if _, err := q.Enqueue(rec(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	now := Epoch.Add(time.Minute)
+	// Job 1: leased twice (two attempts), now out with w1 and leased.
+	_, d, _, _ := q.Offer("w0", now)
+	q.Lease(d, now, now.Add(time.Second))
+	q.Release(d, now)
+	_, d, _, _ = q.Offer("w1", now)
+	q.Lease(d, now.Add(time.Second), now.Add(time.Hour))
+	// Job 2: offered to w2, no PUBACK yet.
+	q.Offer("w2", now)
+	// Job 3: resolved, so not listed.
+	_, d3, _, _ := q.Offer("w3", now)
+	q.Lease(d3, now, now.Add(time.Hour))
+	if err := q.Resolve(d3); err != nil {
+		t.Fatal(err)
+	}
+	jobs, err := q.Jobs(3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, j := range jobs {
+		got = append(got, fmt.Sprintf("%d:%d:%d:%s", j.Offset, j.Attempts, j.State, j.Holder))
+	}
+	if want := fmt.Sprintf("1:2:%d:w1 2:0:%d:w2 4:0:%d:", store.JobLeased, store.JobDelivering, store.JobAvailable); strings.Join(got, " ") != want {
+		t.Fatalf("Jobs(3) = %v, want %s (most attempts first, then the oldest, at most 3)", got, want)
+	}
+	j := jobs[0]
+	if j.Topic != rec(1).Topic || !j.LeaseUntil.Equal(now.Add(time.Hour)) || !j.FirstDelivery.Equal(now) || !j.LastDelivery.Equal(now.Add(time.Second)) {
+		t.Fatalf("the leased job's row %+v", j)
+	}
+	if !jobs[1].LeaseUntil.IsZero() || !jobs[1].FirstDelivery.IsZero() || !jobs[2].LeaseUntil.IsZero() {
+		t.Fatalf("a job not leased carries a deadline, or one never delivered a time: %+v %+v", jobs[1], jobs[2])
+	}
+	if all, _ := q.Jobs(100); len(all) != 4 {
+		t.Fatalf("Jobs(100) = %d rows, want the 4 unresolved", len(all))
+	}
+	if none, _ := q.Jobs(0); len(none) != 0 {
+		t.Fatalf("Jobs(0) = %d rows", len(none))
 	}
 }
 
