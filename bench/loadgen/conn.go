@@ -82,6 +82,7 @@ type Conn struct {
 	// window, so taking one is waiting for room and a PUBACK gives it back.
 	free   chan uint16
 	sentAt []atomic.Int64 // Now() at writing, by packet identifier; 0 when not in flight
+	order  sendOrder      // the identifiers in flight in the order written
 
 	acked     atomic.Uint64 // PUBACKs read
 	delivered atomic.Uint64 // PUBLISHes read
@@ -237,7 +238,39 @@ func (c *Conn) Start(window int) {
 		c.free <- uint16(id)
 	}
 	c.sentAt = make([]atomic.Int64, window+1)
+	c.order.ids = make([]uint16, window)
 	go c.readLoop()
+}
+
+// sendOrder is a ring of the packet identifiers in flight in the order their
+// PUBLISHes were written: a broker must answer QoS 1 in the order it received
+// (MQTT 5 4.6, MQTT-4.6.0-2), and a run whose PUBACKs came out of order is no
+// figure. Its own lock, not the writer's: a write blocked on a broker that
+// is not reading must not stall the reader.
+type sendOrder struct {
+	mu      sync.Mutex
+	ids     []uint16
+	head, n int
+}
+
+func (o *sendOrder) push(id uint16) {
+	o.mu.Lock()
+	o.ids[(o.head+o.n)%len(o.ids)] = id
+	o.n++
+	o.mu.Unlock()
+}
+
+// pop takes the oldest identifier in flight; ok is false when none is.
+func (o *sendOrder) pop() (id uint16, ok bool) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.n == 0 {
+		return 0, false
+	}
+	id = o.ids[o.head]
+	o.head = (o.head + 1) % len(o.ids)
+	o.n--
+	return id, true
 }
 
 // Window is the number of QoS 1 publishes that may be unacknowledged.

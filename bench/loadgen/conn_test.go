@@ -3,6 +3,9 @@ package loadgen
 import (
 	"bytes"
 	"context"
+	"io"
+	"net"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -178,4 +181,67 @@ func TestPeerClosedSeesTheBrokerGoEvenBehindUnreadData(t *testing.T) {
 		closed, err := sub.PeerClosed()
 		return err == nil && closed
 	})
+}
+
+// A broker that answers two QoS 1 publishes out of order ends the run: the
+// second PUBACK arriving first is an error, not a figure.
+func TestAPubackOutOfOrderIsAnError(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	go func() {
+		c, err := l.Accept()
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		var buf []byte
+		chunk := make([]byte, 4096)
+		var ids []uint16
+		connected := false
+		for len(ids) < 2 {
+			n, err := c.Read(chunk)
+			if err != nil {
+				return
+			}
+			buf = append(buf, chunk[:n]...)
+			for {
+				h, err := codec.ReadHeader(buf, 0)
+				if err != nil || len(buf) < h.Total() {
+					break
+				}
+				body := buf[h.HeaderLen:h.Total()]
+				if !connected {
+					connected = true
+					ack := codec.Connack{}
+					c.Write(ack.Append(nil, codec.Version5))
+				} else if h.Type == codec.TypePublish {
+					var p codec.Publish
+					if p.Decode(h, body, codec.Version5) == nil {
+						ids = append(ids, p.PacketID)
+					}
+				}
+				buf = buf[h.Total():]
+			}
+		}
+		var out []byte
+		for _, id := range []uint16{ids[1], ids[0]} {
+			out = (&codec.Ack{Type: codec.TypePuback, PacketID: id}).Append(out, codec.Version5)
+		}
+		c.Write(out)
+		io.Copy(io.Discard, c)
+	}()
+	pub := dial(t, l.Addr().String(), "pub", nil)
+	pub.Start(2)
+	for range 2 {
+		if err := pub.PublishQoS1(context.Background(), []byte("t"), make([]byte, StampSize)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitFor(t, "the connection to fail", func() bool { return pub.Err() != nil })
+	if !strings.Contains(pub.Err().Error(), "MQTT-4.6.0-2") {
+		t.Fatalf("error %v, want the PUBACK order named", pub.Err())
+	}
 }

@@ -69,6 +69,7 @@ func (c *Conn) PublishQoS1(ctx context.Context, topic, payload []byte) error {
 	defer c.wmu.Unlock()
 	Stamp(payload)
 	c.sentAt[id].Store(Now())
+	c.order.push(id)
 	p := codec.Publish{QoS: 1, Retain: c.opt.Retain, Topic: topic, PacketID: id, Payload: payload}
 	c.wbuf = p.Append(c.wbuf[:0], codec.Version5)
 	if _, err := c.nc.Write(c.wbuf); err != nil {

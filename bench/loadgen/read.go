@@ -114,6 +114,9 @@ func (c *Conn) acknowledged(ack *codec.Ack) error {
 	if sent == 0 {
 		return fmt.Errorf("PUBACK for packet identifier %d, which is not in flight", id)
 	}
+	if oldest, _ := c.order.pop(); int(oldest) != id {
+		return fmt.Errorf("PUBACK for packet identifier %d before the one for %d, published earlier: QoS 1 is answered in the order received (MQTT-4.6.0-2)", id, oldest)
+	}
 	if c.opt.AckLatency != nil {
 		c.opt.AckLatency.Record(durationSince(sent))
 	}
