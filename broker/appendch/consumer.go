@@ -285,7 +285,9 @@ func (e *Engine) sendFrom(c *consumer, records []store.Record, cl delivery.Clien
 		if multi {
 			l.Channel = e.o.Name
 		}
-		m := delivery.NewLabelledMessage(out.Build(r, l, now), nowf)
+		// Pooled: a replaying consumer builds one message per record, and
+		// the connection takes its own reference to what it keeps.
+		m := delivery.AcquireLabelledMessage(out.Build(r, l, now), nowf)
 		d := delivery.Delivery{QoS: qos, Retain: rap && r.Retain, SubscriptionIDs: append([]uint32(nil), got...),
 			Ref: delivery.Ref{Kind: delivery.KindAppend, Attempt: era, N: r.Offset, Name: e.o.Name}}
 		if qos == 0 {
@@ -296,6 +298,7 @@ func (e *Engine) sendFrom(c *consumer, records []store.Record, cl delivery.Clien
 			// the position stays below it (A7.1).
 			c.mu.Unlock()
 			e.log.Warn("a record is larger than the consumer's Maximum Packet Size; disconnecting it (0x95)", "client_id", c.id, "offset", r.Offset)
+			m.Release()
 			cl.Kick(codec.PacketTooLarge)
 			return i, false, false
 		}
@@ -303,9 +306,12 @@ func (e *Engine) sendFrom(c *consumer, records []store.Record, cl delivery.Clien
 		if qos > 0 && (!cl.CanTake(m, d) || (e.o.InFlightBytes > 0 && len(c.inflight) > 0 && c.inflightBytes+size > e.o.InFlightBytes)) {
 			ours := len(c.inflight) > 0
 			c.mu.Unlock()
+			m.Release()
 			return i, false, !ours // an ack of ours wakes us; otherwise look again
 		}
-		if !cl.Deliver(m, d) {
+		delivered := cl.Deliver(m, d)
+		m.Release()
+		if !delivered {
 			c.mu.Unlock()
 			return i, false, true
 		}

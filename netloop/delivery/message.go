@@ -78,6 +78,15 @@ func AcquireMessage(p *codec.Publish, now func() time.Time) *Message {
 	return m
 }
 
+// AcquireLabelledMessage is NewLabelledMessage from the pool, held and
+// given back as AcquireMessage's.
+func AcquireLabelledMessage(p *codec.Publish, now func() time.Time) *Message {
+	m := messagePool.Get().(*Message)
+	m.refs.Store(1)
+	m.fill(p, now, true)
+	return m
+}
+
 // Retain takes one more reference to a pooled message for a holder that keeps
 // it past the call that handed it over.
 func (m *Message) Retain() {
