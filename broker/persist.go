@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 
+	channelrules "github.com/saguin-edge/saguin/broker/channel"
 	"github.com/saguin-edge/saguin/codec/topic"
 	"github.com/saguin-edge/saguin/store"
 )
@@ -137,8 +138,16 @@ func (b *Broker) restoreRecords(r *restoring) error {
 			continue
 		}
 		for _, sub := range rec.Subscriptions {
-			s.filters[sub.Filter] = subscription{qos: sub.QoS, noLocal: sub.NoLocal, retainAsPublished: sub.RetainAsPublished,
+			x := subscription{qos: sub.QoS, noLocal: sub.NoLocal, retainAsPublished: sub.RetainAsPublished,
 				retainHandling: sub.RetainHandling, id: sub.SubscriptionID, logOffset: sub.LogOffset, read: newReadGrant(sub.Filter)}
+			part, err := channelrules.DecodePartition(sub.Partition)
+			if err != nil {
+				return fmt.Errorf("session %q's subscription %q: %w", s.id, sub.Filter, err)
+			}
+			if part.Declared() {
+				x.part = &part
+			}
+			s.filters[sub.Filter] = x
 		}
 		cursor, ok, err := b.sessions.Cursor(s.id)
 		if err != nil {
@@ -244,7 +253,8 @@ func (b *Broker) restoreLog(r *restoring, groups map[*shareGroup]*restoredGroup,
 				// As owedAtPublish says, for each filter the index finds.
 				b.subs.match([]byte(e.Topic), func(s *session, sub subscription) {
 					i, ok := r.keptAt[s]
-					if !ok || sub.logOffset > e.Offset || sub.qos == 0 || sub.noLocal && e.ClientID == s.id {
+					if !ok || sub.logOffset > e.Offset || sub.qos == 0 || sub.noLocal && e.ClientID == s.id ||
+						sub.part != nil && !sub.part.Accepts(e.Topic) {
 						return
 					}
 					owe(i)
@@ -382,6 +392,9 @@ func (s *session) owedAtPublish(r *store.Record, offset uint64) bool {
 		}
 		if sub.noLocal && r.ClientID == s.id {
 			continue
+		}
+		if sub.part != nil && !sub.part.Accepts(r.Topic) {
+			continue // outside its declared slice (saguin-filter), as at the publish
 		}
 		if topic.Match(f, r.Topic) {
 			return true

@@ -227,7 +227,13 @@ func (b *Broker) resubscribeChannels(r *restoring) int {
 			for f, sub := range s.filters {
 				code, why := b.refusedAtStart(f, sub)
 				if code == codec.Success {
-					code, why = b.subscribeChannels(restoringSession{s}, filterOf(f, sub, false, nil))
+					// The declaration it was granted with goes back to the
+					// engines as its SUBSCRIBE carried it.
+					var user []codec.UserProperty
+					if sub.part != nil {
+						user = sub.part.Properties()
+					}
+					code, why = b.subscribeChannels(restoringSession{s}, filterOf(f, sub, false, user))
 				}
 				if code >= 0x80 {
 					b.log.Warn("session ended at the start: it holds a subscription the channels now refuse",

@@ -134,6 +134,13 @@ func (s *session) record() store.Session {
 // keyed by the whole filter.
 func storedSubscription(f string, sub subscription) store.Subscription {
 	group, _, _, _ := topic.SplitShared(f)
-	return store.Subscription{Filter: f, ShareGroup: group, QoS: sub.qos, NoLocal: sub.noLocal,
+	st := store.Subscription{Filter: f, ShareGroup: group, QoS: sub.qos, NoLocal: sub.noLocal,
 		RetainAsPublished: sub.retainAsPublished, RetainHandling: sub.retainHandling, SubscriptionID: sub.id, LogOffset: sub.logOffset}
+	if sub.part != nil {
+		// Kept with the filter, so a restart serves the slice it declared
+		// (RFC 0003 "Sessions": subscriptions are restored with their
+		// partition declarations).
+		st.Partition = sub.part.Encode()
+	}
+	return st
 }

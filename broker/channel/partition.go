@@ -1,8 +1,12 @@
 package channel
 
 import (
+	"encoding/binary"
 	"errors"
 	"slices"
+	"strconv"
+
+	"github.com/saguin-edge/saguin/codec"
 )
 
 // TopicHash is RFC 0003 "The hash, in full": FNV-1a 64 over the topic's
@@ -155,6 +159,60 @@ func ParsePartition(values [][]byte) (Partition, error) {
 		}
 	}
 	return p, nil
+}
+
+// Encode is the declaration as a session store keeps it with its filter
+// (store.Subscription.Partition): the partition count, then each index,
+// four bytes big-endian each; nil for none.
+func (p Partition) Encode() []byte {
+	if !p.Declared() {
+		return nil
+	}
+	b := binary.BigEndian.AppendUint32(make([]byte, 0, 4+4*len(p.Indices)), p.Count)
+	for _, i := range p.Indices {
+		b = binary.BigEndian.AppendUint32(b, i)
+	}
+	return b
+}
+
+// ErrPartitionStored is a stored declaration Encode did not write.
+var ErrPartitionStored = errors.New("a stored saguin-filter declaration is not a partition count and its sorted indices below it")
+
+// DecodePartition reads what Encode wrote; empty is none. Anything else is
+// refused, never guessed at: a subscription served a slice it never declared
+// would skip records silently.
+func DecodePartition(b []byte) (Partition, error) {
+	if len(b) == 0 {
+		return Partition{}, nil
+	}
+	if len(b) < 8 || len(b)%4 != 0 {
+		return Partition{}, ErrPartitionStored
+	}
+	p := Partition{Count: binary.BigEndian.Uint32(b), Indices: make([]uint32, 0, len(b)/4-1)}
+	if p.Count == 0 || p.Count > MaxPartitions {
+		return Partition{}, ErrPartitionStored
+	}
+	for off := 4; off < len(b); off += 4 {
+		i := binary.BigEndian.Uint32(b[off:])
+		if i >= p.Count || len(p.Indices) > 0 && i <= p.Indices[len(p.Indices)-1] {
+			return Partition{}, ErrPartitionStored
+		}
+		p.Indices = append(p.Indices, i)
+	}
+	return p, nil
+}
+
+// Properties are the declaration as a SUBSCRIBE carries it - one
+// saguin-filter User Property per index - so that a subscription restored
+// at a broker start hands the engines the declaration they read from the
+// packet (ReadSubscribe), as its SUBSCRIBE did.
+func (p Partition) Properties() []codec.UserProperty {
+	out := make([]codec.UserProperty, 0, len(p.Indices))
+	for _, i := range p.Indices {
+		v := "topic_hash(" + strconv.FormatUint(uint64(p.Count), 10) + ", " + strconv.FormatUint(uint64(i), 10) + ")"
+		out = append(out, codec.UserProperty{Key: []byte(FilterKey), Value: []byte(v)})
+	}
+	return out
 }
 
 func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }

@@ -2,7 +2,10 @@ package channel
 
 import (
 	"errors"
+	"slices"
 	"testing"
+
+	"github.com/saguin-edge/saguin/codec"
 )
 
 // The worked examples of RFC 0003 "The hash, in full".
@@ -125,4 +128,43 @@ func FuzzSaguinFilter(f *testing.F) {
 			t.Fatalf("accepted %q as out-of-bound %d, %d", v, count, index)
 		}
 	})
+}
+
+// A declaration kept with its subscription comes back from the store as it
+// was declared, and hands the engines the same slice through the User
+// Properties a SUBSCRIBE carries (RFC 0003 "Sessions": subscriptions are
+// restored with their partition declarations); a stored value Encode did not
+// write is refused, never read as some other slice.
+func TestPartitionStoredAndRestored(t *testing.T) {
+	p, err := ParsePartition([][]byte{[]byte("topic_hash(8, 5)"), []byte("topic_hash(8, 1)")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err := DecodePartition(p.Encode())
+	if err != nil || back.Count != 8 || !slices.Equal(back.Indices, []uint32{1, 5}) {
+		t.Fatalf("decoded %+v, %v; want 8 partitions, indices 1 and 5", back, err)
+	}
+	d, code, why := ReadSubscribe(back.Properties())
+	if code != codec.Success || d.Partition.Count != 8 || !slices.Equal(d.Partition.Indices, []uint32{1, 5}) {
+		t.Fatalf("as User Properties: %+v 0x%02x %s", d.Partition, byte(code), why)
+	}
+	if none, err := DecodePartition(nil); err != nil || none.Declared() {
+		t.Fatalf("nothing stored: %+v %v", none, err)
+	}
+	if (Partition{}).Encode() != nil {
+		t.Fatal("no declaration encoded as something")
+	}
+	for _, bad := range [][]byte{
+		{0, 0, 0, 8},                         // a count and no index
+		{0, 0, 0, 8, 0, 0},                   // not whole numbers
+		{0, 0, 0, 0, 0, 0, 0, 0},             // count 0
+		{0, 0, 0, 8, 0, 0, 0, 8},             // index not below the count
+		{0, 0, 0, 8, 0, 0, 0, 5, 0, 0, 0, 1}, // indices out of order
+		{0, 0, 0, 8, 0, 0, 0, 5, 0, 0, 0, 5}, // an index twice
+		{0xff, 0xff, 0xff, 0xff, 0, 0, 0, 1}, // a count past MaxPartitions
+	} {
+		if _, err := DecodePartition(bad); err == nil {
+			t.Errorf("stored % x accepted", bad)
+		}
+	}
 }
