@@ -3,6 +3,7 @@ package conformance
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -846,4 +847,62 @@ func TestSeekRefusedByTheACLIs0x87(t *testing.T) {
 	old.mustConnect("reader-2", both(freshSession(300), login("reader", "pwr")))
 	old.publish("$saguin/consumer/events/seek", []byte("0"), 1, 1)
 	old.expectClosed()
+}
+
+// MQTT.js (A3.1, A3.8, A4.1, A4.4, A6.2, A6.23, A6.24, A6.27): a durable
+// consumer replays the channel from the floor, resumes after a reconnect
+// with clean: false at its position without subscribing again (Session
+// Present 1), and a seek to 0 answers on its Response Topic with its
+// Correlation Data before the records from the floor come again.
+func TestAppendMQTTjsDurableConsumerResumesAndSeeks(t *testing.T) {
+	node, dir := mqttJS(t)
+	b := startAppend(t, t.TempDir(), memoryStorage, "", "")
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, node, "append.js", b.addr, "ev/js", "events")
+	cmd.Dir = dir
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("node append.js: %v\n%s", err, out)
+	}
+	var res struct {
+		Error          string
+		Replay         []jsDelivery
+		SessionPresent bool
+		Resumed        []jsDelivery
+		Seek           []jsDelivery
+	}
+	if err := json.Unmarshal(out, &res); err != nil || res.Error != "" {
+		t.Fatalf("append.js printed %q: %v", out, err)
+	}
+	payloadsOf := func(ds []jsDelivery) string {
+		var s []string
+		for _, d := range ds {
+			s = append(s, d.Payload)
+		}
+		return strings.Join(s, ",")
+	}
+	if got := payloadsOf(res.Replay); got != "r1,r2,r3" {
+		t.Fatalf("replay from the floor: %s, want r1,r2,r3", got)
+	}
+	for i, d := range res.Replay {
+		if d.User["saguin-offset"] != fmt.Sprint(i+1) || d.Retain {
+			t.Fatalf("replayed %+v: want saguin-offset %d and no RETAIN", d, i+1)
+		}
+	}
+	if !res.SessionPresent {
+		t.Fatal("reconnected with clean: false: Session Present 0")
+	}
+	if got := payloadsOf(res.Resumed); got != "a1,a2" {
+		t.Fatalf("resumed with %s, want a1,a2 (what was published while it was away)", got)
+	}
+	if len(res.Seek) != 6 {
+		t.Fatalf("after the seek: %+v", res.Seek)
+	}
+	if r := res.Seek[0]; r.Topic != "reply/ev/js" || r.Payload != "1" || r.Correlation == nil || *r.Correlation != "seek-1" {
+		t.Fatalf("first after the seek: %+v, want the reply 1 on reply/ev/js with seek-1", r)
+	}
+	if got := payloadsOf(res.Seek[1:]); got != "r1,r2,r3,a1,a2" {
+		t.Fatalf("after the seek's reply: %s, want the channel from its floor", got)
+	}
 }
