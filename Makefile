@@ -9,7 +9,7 @@ SOAKTIME  ?= 30s
 CONFIG    ?= examples/saguin.yaml
 
 # dist, deb-check and arm-test: see docs/packaging.md.
-.PHONY: dist deb-check arm-test build licenses test test-deps vet fuzz bench bench-full bench-deps microbench demo soak clean
+.PHONY: dist deb-check arm-test build licenses test test-deps vet fuzz bench bench-full bench-deps microbench demo soak nginx clean
 
 build:
 	$(GO) build -o $(BIN) ./cmd/saguin
@@ -62,6 +62,12 @@ bench-deps:
 # The broker on the shipped example configuration: memory storage, tcp 127.0.0.1:1883.
 demo: build
 	./$(BIN) --config $(CONFIG)
+
+# RFC 0005's nginx arrangement (stream + ws + operations) run by Debian's nginx
+# in front of the broker, every answer the RFC lists asserted (docs/operations.md).
+# Part of `make test` too, so CI runs it; this runs it alone.
+nginx: test-deps
+	$(GO) test -count=1 -run 'TestNginx' ./conformance/
 
 # Long-running fault and soak tests (kill -9 under load and the like), bounded by SOAKTIME.
 soak:
