@@ -374,6 +374,28 @@ func TestQueueDeadLetterAfterTheLastAttemptReadableAsAnAppendChannel(t *testing.
 	}
 }
 
+// TestQueueDeadLetterReachesAReaderConnectedBeforeTheMove: the dead-letter
+// channel serves a reader already subscribed as any append channel serves
+// a publish - the move wakes it, nothing waits for its next subscribe
+// (checklist C11.3).
+func TestQueueDeadLetterReachesAReaderConnectedBeforeTheMove(t *testing.T) {
+	b := startQueueBroker(t, "jobs:\n  type: queue\n  filter: work/+/inspect\n  retry:\n    max_attempts: 1")
+	r := dialRaw(t, b.addr, codec.Version5)
+	r.mustConnect("dlq-reader", nil)
+	r.mustSubscribe(1, "work/+/inspect/__dlq", 1)
+	w := queueWorker(t, b.addr, "w1")
+	pub := dialRaw(t, b.addr, codec.Version5)
+	pub.mustConnect("producer", nil)
+	pub.publishQoS1("work/7/inspect", []byte("doomed"), 1)
+	o := w.expectPublishWithin(5 * time.Second)
+	w.ackDelivery(o)
+	w.answer(o, "return")
+	d := r.expectPublishWithin(5 * time.Second)
+	if string(d.Topic) != "work/7/inspect/__dlq" || string(d.Payload) != "doomed" {
+		t.Fatalf("dead letter %q on %q", d.Payload, d.Topic)
+	}
+}
+
 func TestQueuePublishIntoTheDeadLetterChannelIs0x87(t *testing.T) {
 	b := startQueueBroker(t, queueChannel)
 	c := dialRaw(t, b.addr, codec.Version5)

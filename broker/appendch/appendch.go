@@ -251,6 +251,13 @@ func (e *Engine) Released(r engine.Released) {
 	}
 }
 
+// Appended serves a record another writer put in this channel's log - a
+// queue's dead-letter move into its derived channel - as a publish's
+// would be: connected consumers read it now, shared groups are offered it.
+// It counts nothing published: nobody published it (RFC 0005
+// saguin_published_total{channel="<q>__dlq"} is always 0).
+func (e *Engine) Appended(r *store.Record) { e.deliverLive(r) }
+
 // deliverLive wakes every consumer (each reads the new record from the log at
 // its own position) and hands the record to the shared groups.
 func (e *Engine) deliverLive(r *store.Record) { e.deliverLiveRun(unsafe.Slice(r, 1)) }

@@ -67,6 +67,11 @@ type Options struct {
 	BackoffBase       time.Duration
 	// JobExpiresAfter ends a job that old, whatever its attempts; 0 never.
 	JobExpiresAfter time.Duration
+	// DeadLettered is told of each record the dead-letter move wrote, so
+	// that the dead-letter channel's engine serves its connected readers
+	// now, as it would a publish (the move writes its log directly); nil
+	// for none.
+	DeadLettered func(r *store.Record)
 }
 
 // Gap is the backoff gap after a job's nth attempt (notes-0003 "Backoff"):
@@ -638,6 +643,9 @@ func (e *Engine) deadLetter(d store.Delivery, j *store.Job, reason string, now t
 	e.C.DeadLettered.Add(1)
 	if reason == store.ReasonExpired {
 		e.C.Expired.Add(1)
+	}
+	if e.opts.DeadLettered != nil {
+		e.opts.DeadLettered(&r)
 	}
 	e.log.Warn("queue: dead-lettered", "offset", d.Offset, "reason", reason, "attempts", j.Attempts, "dead_letter_offset", r.Offset, "topic", t)
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/saguin-edge/saguin/broker/queue"
 	"github.com/saguin-edge/saguin/config"
 	"github.com/saguin-edge/saguin/ops"
+	"github.com/saguin-edge/saguin/store"
 )
 
 func init() { servedChannelTypes[config.TypeQueue] = true }
@@ -24,6 +25,7 @@ func plugQueues(cfg *config.Config, st *storage, b *broker.Broker) error {
 			continue
 		}
 		qs := st.queues[ch.Name]
+		var dlq *appendch.Engine // built below, before Restore starts the queue
 		e, err := queue.New(queue.Options{
 			Name: ch.Name, Filters: ch.Filters, Store: qs.q, Host: b.Host(ch.Name),
 			Disk:              qs.onDisk,
@@ -33,6 +35,11 @@ func plugQueues(cfg *config.Config, st *storage, b *broker.Broker) error {
 			Backoff:           ch.Retry.Backoff,
 			BackoffBase:       ch.Retry.BackoffBase,
 			JobExpiresAfter:   ch.JobExpiresAfter,
+			DeadLettered: func(r *store.Record) {
+				if dlq != nil {
+					dlq.Appended(r)
+				}
+			},
 		})
 		if err != nil {
 			return err
@@ -62,6 +69,7 @@ func plugQueues(cfg *config.Config, st *storage, b *broker.Broker) error {
 			if err := b.Plug(dl); err != nil {
 				return fmt.Errorf("channel %s: %w", d.Name, err)
 			}
+			dlq = dl
 			// The dead-letter channel carries the append families under
 			// its own name (RFC 0005's example scrape: jobs__dlq), its
 			// published count 0 for good: a publish into it is refused.
