@@ -49,11 +49,20 @@ type Options struct {
 	// AckLatency, when set, records the time from writing each QoS 1 PUBLISH
 	// to reading its PUBACK.
 	AckLatency *stats.Histogram
+	// RefusedLatency, when set, takes the round trip of each refused QoS 1
+	// PUBLISH, which is then no error: a producer at a queue's max_bytes is
+	// answered 0x97, and that answer's latency is what is measured.
+	RefusedLatency *stats.Histogram
 	// DialTimeout bounds the TCP connect and the CONNACK; 10 s when zero.
 	DialTimeout time.Duration
 	// Retain sets RETAIN on every QoS 1 PUBLISH: a retained value on a
 	// broadcast broker, a latest channel's value on Sagüin.
 	Retain bool
+	// Reply, when set, is called on the reader goroutine after each QoS 1
+	// PUBLISH delivered, and what it appends to out is written right after
+	// that delivery's PUBACK, in the same write: a queue worker's answer on
+	// its Response Topic. The packet is OnPublish's.
+	Reply func(p *codec.Publish, out []byte) []byte
 	// KeepAlive is the CONNECT's keepalive in seconds; 0 (none) when zero.
 	// The generator sends no PINGREQ: a case that sets it holds connections
 	// for less than one and a half times it.
@@ -85,6 +94,7 @@ type Conn struct {
 	order  sendOrder      // the identifiers in flight in the order written
 
 	acked     atomic.Uint64 // PUBACKs read
+	refused   atomic.Uint64 // of those, refusals (with RefusedLatency)
 	delivered atomic.Uint64 // PUBLISHes read
 
 	paused  atomic.Bool
@@ -278,6 +288,10 @@ func (c *Conn) Window() int { return cap(c.free) }
 
 // Acked is how many PUBACKs have been read.
 func (c *Conn) Acked() uint64 { return c.acked.Load() }
+
+// Refused is how many PUBACKs refused their PUBLISH (counted only with
+// Options.RefusedLatency, without which a refusal ends the connection).
+func (c *Conn) Refused() uint64 { return c.refused.Load() }
 
 // Delivered is how many PUBLISHes have been read.
 func (c *Conn) Delivered() uint64 { return c.delivered.Load() }

@@ -62,6 +62,9 @@ func (c *Conn) readLoop() {
 				if pub.QoS == 1 {
 					puback := codec.Ack{Type: codec.TypePuback, PacketID: pub.PacketID}
 					owed = puback.Append(owed, codec.Version5)
+					if c.opt.Reply != nil {
+						owed = c.opt.Reply(&pub, owed)
+					}
 				}
 			case codec.TypePuback:
 				if err := ack.Decode(h, body, codec.Version5); err != nil {
@@ -103,8 +106,9 @@ func (c *Conn) readLoop() {
 
 // acknowledged takes a PUBACK: the identifier goes back to the window, the
 // round trip to AckLatency. A refusal still frees the identifier (MQTT 5
-// 4.3.2) and is counted as acknowledged, but is an error for the run: a
-// benchmark publish is never meant to be refused.
+// 4.3.2) and is counted as acknowledged, but is an error for the run - a
+// benchmark publish is never meant to be refused - unless the connection
+// measures refusals (RefusedLatency), which take their round trip.
 func (c *Conn) acknowledged(ack *codec.Ack) error {
 	id := int(ack.PacketID)
 	if id >= len(c.sentAt) {
@@ -117,12 +121,17 @@ func (c *Conn) acknowledged(ack *codec.Ack) error {
 	if oldest, _ := c.order.pop(); int(oldest) != id {
 		return fmt.Errorf("PUBACK for packet identifier %d before the one for %d, published earlier: QoS 1 is answered in the order received (MQTT-4.6.0-2)", id, oldest)
 	}
-	if c.opt.AckLatency != nil {
+	refused := ack.ReasonCode >= 0x80
+	switch {
+	case refused && c.opt.RefusedLatency != nil:
+		c.opt.RefusedLatency.Record(durationSince(sent))
+		c.refused.Add(1)
+	case c.opt.AckLatency != nil && !refused:
 		c.opt.AckLatency.Record(durationSince(sent))
 	}
 	c.acked.Add(1)
 	c.free <- ack.PacketID
-	if ack.ReasonCode >= 0x80 {
+	if refused && c.opt.RefusedLatency == nil {
 		return fmt.Errorf("PUBLISH %d refused: %s", id, ack.ReasonCode)
 	}
 	return nil

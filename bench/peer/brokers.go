@@ -161,6 +161,23 @@ channels:
     filter: bench/replay/#
     retention_bytes: none
     retention_period: none
+  # The queue scenarios (docs/performance.md "Queue channels"): workers of
+  # $saguin/queue/benchjobs here, a shared subscription to the same topics
+  # elsewhere; a queue whose one attempt dead-letters every returned job; a
+  # queue held at a small max_bytes, refusing 0x97.
+  benchjobs:
+    type: queue
+    filter: bench/queue/#
+  benchdlq:
+    type: queue
+    filter: bench/dlq/#
+    retry:
+      max_attempts: 1
+    dlq_retention_bytes: 64MiB
+  benchfull:
+    type: queue
+    filter: bench/full/#
+    max_bytes: 64KiB
 `, addr, opsAddr, name, provider)
 }
 

@@ -88,6 +88,10 @@ func Cases(p Profile) []Case {
 		cs = append(cs, latestSet(n))
 	}
 	cs = append(cs, catchUp(10000))
+	for _, n := range []int{1, 8} {
+		cs = append(cs, queueJobs(n))
+	}
+	cs = append(cs, dlqMove(), queueFull())
 	return cs
 }
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"slices"
 	"time"
 
 	"github.com/saguin-edge/saguin/bench/machine"
@@ -41,6 +42,9 @@ func Execute(ctx context.Context, p Profile, cases []Case, brokers []*peer.Broke
 				if ctx.Err() != nil {
 					return runs
 				}
+				if !c.runsOn(b.Name) {
+					continue
+				}
 				r := runOne(ctx, p, c, b, rep, scratch)
 				runs = append(runs, r)
 				if progress != nil {
@@ -50,6 +54,11 @@ func Execute(ctx context.Context, p Profile, cases []Case, brokers []*peer.Broke
 		}
 	}
 	return runs
+}
+
+// runsOn: c runs on the broker called name.
+func (c Case) runsOn(name string) bool {
+	return len(c.Only) == 0 || slices.Contains(c.Only, name)
 }
 
 func runOne(ctx context.Context, p Profile, c Case, b *peer.Broker, rep int, scratch string) Run {
@@ -86,7 +95,7 @@ func runBroker(ctx context.Context, p Profile, c Case, b *peer.Broker, rep int, 
 }
 
 func measureOn(ctx context.Context, p Profile, c Case, broker *peer.Process) (Values, error) {
-	e := &Env{Addr: broker.Addr, Pid: broker.Pid, OpsAddr: broker.OpsAddr, Profile: p}
+	e := &Env{Broker: broker.Broker.Name, Addr: broker.Addr, Pid: broker.Pid, OpsAddr: broker.OpsAddr, Profile: p}
 	v, err := c.run(ctx, e)
 	if err != nil {
 		return nil, err

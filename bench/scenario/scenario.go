@@ -45,7 +45,11 @@ type Case struct {
 	// Connections is the most the case holds open at once, which the
 	// open-file limit must allow on each side.
 	Connections int `json:"connections"`
-	run         func(ctx context.Context, e *Env) (Values, error)
+	// Only names the brokers the case runs on, none meaning every one: a
+	// figure only Sagüin's channels have (a dead-letter move) has no peer
+	// to stand beside.
+	Only []string `json:"only,omitempty"`
+	run  func(ctx context.Context, e *Env) (Values, error)
 }
 
 // The figures every run reports besides its own, measured by the runner.
@@ -62,6 +66,7 @@ func (c Case) AllMetrics() []Metric {
 
 // Env is what a case is given to run against one broker.
 type Env struct {
+	Broker  string // the broker's name (peer.Names): a case serving a channel asks it
 	Addr    string // the broker's host:port
 	Pid     int    // the broker's process, for /proc
 	OpsAddr string // its operations listener (/metrics), "" for a peer with none

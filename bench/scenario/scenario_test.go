@@ -2,6 +2,7 @@ package scenario
 
 import (
 	"context"
+	"path/filepath"
 	"slices"
 	"testing"
 	"time"
@@ -141,10 +142,41 @@ func TestEveryScenarioProducesItsFiguresAgainstMosquitto(t *testing.T) {
 	if err := failed[peer.Mosquitto]; err != nil {
 		t.Skipf("no mosquitto: %v", err)
 	}
-	cases := Cases(tiny)
-	runs := Execute(context.Background(), tiny, cases, []*peer.Broker{brokers[peer.Mosquitto]}, t.TempDir(), nil)
+	checkEveryCaseOn(t, brokers[peer.Mosquitto], Cases(tiny))
+}
+
+// TestQueueScenariosProduceTheirFiguresAgainstSaguin runs the queue cases on
+// a Sagüin built from the tree: the ones only Sagüin serves (dead-letter
+// moves, a queue at max_bytes) and the jobs case on its queue form.
+func TestQueueScenariosProduceTheirFiguresAgainstSaguin(t *testing.T) {
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	brokers, failed := peer.Prepare(context.Background(), peer.Options{RepoRoot: root, BinDir: t.TempDir()}, []string{peer.Saguin})
+	if err := failed[peer.Saguin]; err != nil {
+		t.Fatal(err)
+	}
+	cases, err := Select(Cases(tiny), []string{"queue-jobs", "dlq-move", "queue-full"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkEveryCaseOn(t, brokers[peer.Saguin], cases)
+}
+
+// checkEveryCaseOn runs every case b serves once and wants each of its
+// figures; a case that leaves b out has no run.
+func checkEveryCaseOn(t *testing.T, b *peer.Broker, all []Case) {
+	t.Helper()
+	var cases []Case
+	for _, c := range all {
+		if c.runsOn(b.Name) {
+			cases = append(cases, c)
+		}
+	}
+	runs := Execute(context.Background(), tiny, all, []*peer.Broker{b}, t.TempDir(), nil)
 	if len(runs) != len(cases) {
-		t.Fatalf("%d runs for %d cases", len(runs), len(cases))
+		t.Fatalf("%d runs for the %d cases %s serves", len(runs), len(cases), b.Name)
 	}
 	for i, r := range runs {
 		if r.Err != "" {
