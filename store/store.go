@@ -191,6 +191,12 @@ type Latest interface {
 	Trim(valuesBefore, deletionsBefore time.Time) (removed int, freed int64, err error)
 }
 
+// LeaseOf is one Lease of a Settle.
+type LeaseOf struct {
+	D             Delivery
+	Now, Deadline time.Time
+}
+
 // Queue is a queue channel: unresolved work handed to one worker at a time.
 // The delivery state (holder, epoch, deadline) is kept in memory by both
 // providers and never stored; the attempt count and first/last delivery
@@ -230,6 +236,13 @@ type Queue interface {
 	Lease(d Delivery, now, deadline time.Time) (Job, error)
 	// Resolve removes the job for good (the worker's ack). Relieving.
 	Resolve(d Delivery) error
+	// Settle is every Lease of leases, in order, then every Resolve of
+	// resolves, each with the outcome it would have alone (errs[i] for
+	// leases[i], errs[len(leases)+k] for resolves[k]) - in one stored write
+	// where the provider commits to disk (one sqlite transaction), so that
+	// the workers a queue's goroutine hears from at once share one commit
+	// instead of one each after another.
+	Settle(leases []LeaseOf, resolves []Delivery) (jobs []Job, errs []error)
 	// Release makes the job available again after the backoff gap measured
 	// from gapFrom (the worker's answer, or when it last had the job); the
 	// epoch advances so the old delivery is dead. No write.

@@ -124,6 +124,15 @@ type Engine struct {
 	next    int
 	out     map[uint64]*lease
 	build   channel.Out
+	// What the events of one mailbox batch leave to store and to do: the
+	// leases and resolutions go to the store together at the batch's end
+	// (Settle: one commit on sqlite for every worker heard from), then one
+	// dispatch offers each worker its next job. Any other store call
+	// flushes them first, so the store sees every job's changes in order.
+	pendLeases   []store.LeaseOf
+	pendLeaseOf  []*lease
+	pendResolves []store.Delivery
+	wantDispatch bool
 }
 
 type worker struct {
@@ -356,8 +365,8 @@ func (e *Engine) Restore() error {
 	return nil
 }
 
-// Close stops the goroutine and waits for it; the attempts are stored
-// already (Lease writes them).
+// Close stops the goroutine and waits for it; the goroutine stores the
+// leases and resolutions it heard before it returns.
 func (e *Engine) Close() error {
 	e.mu.Lock()
 	started, closed := e.started, e.closed
@@ -399,6 +408,7 @@ func (e *Engine) run(tick clock.Ticker) {
 	for {
 		select {
 		case <-e.quit:
+			e.flush() // acknowledgements heard are stored before the stop
 			e.mu.Lock()
 			for _, ev := range e.box {
 				if ev.done != nil {
@@ -413,6 +423,7 @@ func (e *Engine) run(tick clock.Ticker) {
 			}
 			return
 		case <-tick.C():
+			e.flush()
 			e.sweep()
 			e.dispatch()
 		case <-e.wake:
@@ -423,6 +434,7 @@ func (e *Engine) run(tick clock.Ticker) {
 				e.handle(&box[i])
 				box[i] = event{}
 			}
+			e.settle()
 		}
 	}
 }
@@ -477,33 +489,74 @@ func (e *Engine) handle(ev *event) {
 		}
 		e.log.Debug("queue: visibility timeout", "offset", l.d.Offset, "holder", l.holder)
 		e.handBack(l, causeTimeout, l.leasedAt)
-		e.dispatch()
+		e.wantDispatch = true
 	case evRoom:
-		e.dispatch()
+		e.wantDispatch = true
 	case evBarrier:
+		e.settle() // what was posted before it is done, offers included
 		close(ev.done)
 	}
 }
 
-// lease records that the worker has the job: the attempt is spent and
-// stored, the visibility timer armed. false when the store refused.
-func (e *Engine) lease(l *lease) bool {
+// settle ends a mailbox batch: its leases and resolutions stored in one
+// Settle, then, if an answer, a timeout or a reopened window asked for it,
+// one dispatch. The next job still goes out at once after an answer -
+// after the batch it came in, not after each event of it.
+func (e *Engine) settle() {
+	e.flush()
+	if e.wantDispatch {
+		e.dispatch()
+	}
+}
+
+// flush stores the batch's leases and resolutions so far. A lease the
+// store could not keep is logged: the worker has the job all the same, its
+// attempt is the one the store holds.
+func (e *Engine) flush() {
+	if len(e.pendLeases)+len(e.pendResolves) == 0 {
+		return
+	}
+	jobs, errs := e.q.Settle(e.pendLeases, e.pendResolves)
+	for i, l := range e.pendLeaseOf {
+		if errs[i] != nil {
+			e.log.Error("queue: storing a lease", "offset", l.d.Offset, "error", errs[i])
+		} else {
+			// Said once stored: the attempt survives a crash from here.
+			e.log.Debug("queue: leased", "offset", l.d.Offset, "holder", l.holder, "attempt", jobs[i].Attempts)
+			if e.out[l.d.Offset] == l {
+				l.job = jobs[i] // as stored: attempts, first and last delivery
+			}
+		}
+		e.pendLeaseOf[i] = nil
+	}
+	for k, d := range e.pendResolves {
+		if err := errs[len(e.pendLeases)+k]; err != nil {
+			e.log.Error("queue: resolving a job", "offset", d.Offset, "error", err)
+		}
+	}
+	e.pendLeases, e.pendLeaseOf, e.pendResolves = e.pendLeases[:0], e.pendLeaseOf[:0], e.pendResolves[:0]
+}
+
+// lease records that the worker has the job: the attempt is spent - stored
+// with the batch's other writes (flush) - and the visibility timer armed.
+func (e *Engine) lease(l *lease) {
 	if l.leased {
-		return true
+		return
 	}
 	now := e.clk.Now()
-	j, err := e.q.Lease(l.d, now, now.Add(e.opts.VisibilityTimeout))
-	if err != nil {
-		e.log.Error("queue: storing a lease", "offset", l.d.Offset, "error", err)
-		return false
+	e.pendLeases = append(e.pendLeases, store.LeaseOf{D: l.d, Now: now, Deadline: now.Add(e.opts.VisibilityTimeout)})
+	e.pendLeaseOf = append(e.pendLeaseOf, l)
+	// What the store's lease writes; its answer replaces it at the flush.
+	l.job.Attempts++
+	if l.job.FirstDelivery.IsZero() {
+		l.job.FirstDelivery = now
 	}
-	l.job, l.leased, l.leasedAt = j, true, now
+	l.job.LastDelivery = now
+	l.leased, l.leasedAt = true, now
 	d := l.d
 	l.timer = e.clk.AfterFunc(e.opts.VisibilityTimeout, func() { e.post(event{kind: evTimeout, d: d}) })
 	e.C.Delivered.Add(1)
 	e.C.Inflight.Add(1)
-	e.log.Debug("queue: leased", "offset", d.Offset, "holder", l.holder, "attempt", j.Attempts)
-	return true
 }
 
 // answer applies an ack or a return, only for the current delivery from the
@@ -533,22 +586,18 @@ func (e *Engine) answer(ev *event) {
 		ignore(slog.LevelInfo, "the payload is neither ack nor return")
 		return
 	}
-	if !e.lease(l) {
-		return
-	}
+	e.lease(l)
 	now := e.clk.Now()
 	if act == "ack" {
 		e.stop(l)
-		if err := e.q.Resolve(l.d); err != nil {
-			e.log.Error("queue: resolving a job", "offset", offset, "error", err)
-		}
+		e.pendResolves = append(e.pendResolves, l.d)
 		e.C.Acknowledged.Add(1)
 		e.log.Debug("queue: acknowledged", "offset", offset, "holder", l.holder)
 	} else {
 		e.log.Debug("queue: returned", "offset", offset, "holder", l.holder)
 		e.handBack(l, causeReturn, now)
 	}
-	e.dispatch()
+	e.wantDispatch = true
 }
 
 type cause uint8
@@ -592,6 +641,7 @@ func (e *Engine) handBackWorker(w *worker) {
 // has expired or spent its last attempt, and is otherwise available again
 // after its gap from gapFrom (checklist C6, C7, C8).
 func (e *Engine) handBack(l *lease, c cause, gapFrom time.Time) {
+	e.flush() // the store sees the lease before the job comes back
 	e.stop(l)
 	if !l.leased {
 		if err := e.q.Unsend(l.d); err != nil && !errors.Is(err, store.ErrStaleDelivery) {
@@ -656,6 +706,7 @@ func (e *Engine) sweep() {
 	if e.opts.JobExpiresAfter <= 0 {
 		return
 	}
+	e.flush()
 	now := e.clk.Now()
 	jobs, err := e.q.ExpireOlderThan(now.Add(-e.opts.JobExpiresAfter), sweepMax)
 	if err != nil {
@@ -670,6 +721,8 @@ func (e *Engine) sweep() {
 // dispatch offers jobs round-robin to the live workers holding none, until
 // the workers or the available jobs run out (notes-0003 "Delivery").
 func (e *Engine) dispatch() {
+	e.flush() // Offer reads the store
+	e.wantDispatch = false
 	n := len(e.workers)
 	if n == 0 {
 		return

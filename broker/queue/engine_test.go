@@ -336,6 +336,75 @@ func TestOneJobPerWorkerWhateverItsWindowAndNextAtOnceAfterAnAnswer(t *testing.T
 	}
 }
 
+// settleCounter is a queue store that tells the test of each Settle and
+// holds the first until released.
+type settleCounter struct {
+	store.Queue
+	entered chan struct{}
+	release chan struct{}
+	mu      sync.Mutex
+	sizes   [][2]int // leases, resolutions of each Settle
+}
+
+func (s *settleCounter) Settle(l []store.LeaseOf, r []store.Delivery) ([]store.Job, []error) {
+	s.mu.Lock()
+	first := len(s.sizes) == 0
+	s.sizes = append(s.sizes, [2]int{len(l), len(r)})
+	s.mu.Unlock()
+	if first {
+		s.entered <- struct{}{}
+		<-s.release
+	}
+	return s.Queue.Settle(l, r)
+}
+
+// TestAnswersHeardTogetherAreStoredInOneSettle: the PUBACKs and acks of
+// several workers that reach the queue's goroutine while it is storing go to
+// the store in one Settle (one commit on sqlite), leases then resolutions,
+// and each worker is offered its next job after it.
+func TestAnswersHeardTogetherAreStoredInOneSettle(t *testing.T) {
+	p, err := memory.Open(store.MemoryOptions{Name: "mem"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = p.Close() })
+	q, err := p.Queue("jobs", store.QueueOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc := &settleCounter{Queue: q, entered: make(chan struct{}), release: make(chan struct{})}
+	r := startRig(t, sc, opts())
+	ws := []*fakeClient{r.worker("a"), r.worker("b"), r.worker("c"), r.worker("d")}
+	for i := 0; i < 8; i++ {
+		r.publish("work/7/inspect", strconv.Itoa(i))
+	}
+	r.tick()
+	first := ws[0].last(t)
+	r.e.Ack(sess("a"), first.d.Ref, engine.AckFinished, 0) // the goroutine stores it, and is held there
+	<-sc.entered
+	for _, w := range ws[1:] {
+		o := w.last(t)
+		r.e.Ack(sess(w.id), o.d.Ref, engine.AckFinished, 0)
+		p := &codec.Publish{QoS: 1, Topic: []byte(r.e.ResponseTopic()), Payload: []byte("ack")}
+		p.Properties.CorrelationData = o.m.Props.CorrelationData
+		p.Properties.Present.Set(codec.PropCorrelationData)
+		r.e.Publish(w.id, p)
+	}
+	close(sc.release)
+	r.e.sync()
+	sc.mu.Lock()
+	sizes := append([][2]int(nil), sc.sizes...)
+	sc.mu.Unlock()
+	if len(sizes) != 2 || sizes[0] != [2]int{1, 0} || sizes[1] != [2]int{3, 3} {
+		t.Fatalf("Settles %v, want [[1 0] [3 3]]: a's lease, then the three others' leases and acks together", sizes)
+	}
+	for _, w := range ws[1:] {
+		if n := len(w.offers()); n != 2 {
+			t.Errorf("%s was offered %d, want its next job after the Settle", w.id, n)
+		}
+	}
+}
+
 func TestWorkerChosenRoundRobin(t *testing.T) {
 	r := newRig(t, opts())
 	a, b := r.worker("a"), r.worker("b")

@@ -228,6 +228,20 @@ func (q *queueStore) Resolve(d store.Delivery) error {
 	return nil
 }
 
+// Settle implements store.Queue: nothing waits on a disk, so it is each
+// call in turn.
+func (q *queueStore) Settle(leases []store.LeaseOf, resolves []store.Delivery) ([]store.Job, []error) {
+	jobs := make([]store.Job, len(leases))
+	errs := make([]error, len(leases)+len(resolves))
+	for i, l := range leases {
+		jobs[i], errs[i] = q.Lease(l.D, l.Now, l.Deadline)
+	}
+	for k, d := range resolves {
+		errs[len(leases)+k] = q.Resolve(d)
+	}
+	return jobs, errs
+}
+
 // removeLocked takes a job out of the queue and returns its bytes.
 func (q *queueStore) removeLocked(j *qjob) {
 	size := store.RecordSize(&j.job.Record)

@@ -179,7 +179,11 @@ func (js *jobState) eligible(now time.Time) bool {
 // never AVAILABLE in - so a row a stale read still shows is either absent
 // from the map or not eligible.
 func (q *queueStore) Offer(holderName string, now time.Time) (store.Job, store.Delivery, bool, error) {
-	const page = 64
+	// The first page is small and each next one four times larger: the
+	// oldest available job is most often right after the few out with
+	// workers, and every row read is a record decoded through cgo (a page
+	// of 64 was most of a job's CPU with a backlog).
+	page := 4
 	q.mu.Lock()
 	avail := q.avail
 	q.mu.Unlock()
@@ -216,6 +220,7 @@ func (q *queueStore) Offer(holderName string, now time.Time) (store.Job, store.D
 			return store.Job{}, store.Delivery{}, false, nil
 		}
 		from = jobs[len(jobs)-1].Offset + 1
+		page = min(page*4, 256)
 	}
 }
 
@@ -353,6 +358,101 @@ func (q *queueStore) Resolve(d store.Delivery) error {
 		return nil
 	})
 	return q.p.mapErr(fmt.Sprintf("resolving job %d on %s", d.Offset, q.name), err)
+}
+
+// Settle implements store.Queue: every lease's UPDATE and every
+// resolution's DELETE in one transaction, so that the answers of several
+// workers are one commit. The in-memory state moves only after it, as in
+// Lease and Resolve. A transaction that fails as a whole is tried again one
+// call at a time, so that each entry has its own outcome.
+func (q *queueStore) Settle(leases []store.LeaseOf, resolves []store.Delivery) ([]store.Job, []error) {
+	jobs := make([]store.Job, len(leases))
+	errs := make([]error, len(leases)+len(resolves))
+	if len(leases)+len(resolves) == 1 {
+		if len(leases) == 1 {
+			jobs[0], errs[0] = q.Lease(leases[0].D, leases[0].Now, leases[0].Deadline)
+		} else {
+			errs[0] = q.Resolve(resolves[0])
+		}
+		return jobs, errs
+	}
+	// What the transaction writes: the leases not yet leased (a second
+	// Lease of a delivery changes nothing), the resolutions of current
+	// deliveries with the size each frees.
+	var lease, again []int
+	sizes := make([]int64, len(resolves))
+	var resolve []int
+	q.mu.Lock()
+	for i, l := range leases {
+		js, err := q.current(l.D)
+		switch {
+		case err != nil:
+			errs[i] = err
+		case js.state == store.JobLeased:
+			again = append(again, i)
+		default:
+			lease = append(lease, i)
+		}
+	}
+	for k, d := range resolves {
+		js, err := q.current(d)
+		if err != nil {
+			errs[len(leases)+k] = err
+			continue
+		}
+		sizes[k] = js.size
+		resolve = append(resolve, k)
+	}
+	q.mu.Unlock()
+	err := q.p.w.do(classConnected, true, false, func(t *wtx) error {
+		for _, i := range lease {
+			l := leases[i]
+			if _, err := t.exec(t.c.queueLease, store.UnixNanos(l.Now), store.UnixNanos(l.Now), q.id, int64(l.D.Offset)); err != nil {
+				return err
+			}
+			var err error
+			if jobs[i], err = scanJob(t.c.queueGet.QueryRow(q.id, int64(l.D.Offset)).Scan); err != nil {
+				return t.dbFail(err)
+			}
+		}
+		for _, k := range resolve {
+			d := resolves[k]
+			res, err := t.exec(t.c.queueDelete, q.id, int64(d.Offset))
+			if err != nil {
+				return err
+			}
+			if n, _ := res.RowsAffected(); n == 0 {
+				return fmt.Errorf("queue %s: job %d: %w", q.name, d.Offset, store.ErrNotFound)
+			}
+			if err := q.removeJob(t, sizes[k]); err != nil {
+				return err
+			}
+			t.after(func() { q.removed(d.Offset) })
+		}
+		return nil
+	})
+	if err != nil {
+		// One at a time, each with its own outcome.
+		for _, i := range lease {
+			jobs[i], errs[i] = q.Lease(leases[i].D, leases[i].Now, leases[i].Deadline)
+		}
+		for _, k := range resolve {
+			errs[len(leases)+k] = q.Resolve(resolves[k])
+		}
+	} else {
+		q.mu.Lock()
+		for _, i := range lease {
+			d := leases[i].D
+			if js := q.jobs[d.Offset]; js != nil && js.epoch == d.Epoch {
+				js.state, js.deadline, js.attempts = store.JobLeased, leases[i].Deadline, jobs[i].Attempts
+			}
+		}
+		q.mu.Unlock()
+	}
+	for _, i := range again {
+		jobs[i], errs[i] = q.readJob(leases[i].D.Offset)
+	}
+	return jobs, errs
 }
 
 // removeJob moves the queue's counters for a job its transaction deleted:

@@ -64,6 +64,7 @@ func Run(t *testing.T, open Opener) {
 	t.Run("QueueBackoffSkipsNeverWaits", s.queueBackoff)
 	t.Run("QueueDeadLetterMoveIsOneOperation", s.deadLetter)
 	t.Run("QueueRestartRestoresNoLeaseButKeepsAttempts", s.queueRestart)
+	t.Run("QueueSettleIsEachLeaseThenEachResolve", s.queueSettle)
 	t.Run("QueueMaxBytesIsBackpressure", s.queueFull)
 	t.Run("HeldPublishReleasedAtNextInOneOperation", s.held)
 	t.Run("RetainedStore", s.retained)
@@ -1082,6 +1083,63 @@ func (s *script) queueRestart(t *testing.T) {
 	}
 	if pos, ok, _ := q.DeadLetters().Position("bridge:redrive"); !ok || pos.Offset != 1 {
 		t.Fatalf("dead-letter position after restart: %+v %v", pos, ok)
+	}
+}
+
+// queueSettle: a Settle of several workers' leases and resolutions has the
+// effect of each call in turn - a job leased and resolved in one Settle is
+// gone, a second lease of a delivery counts no attempt, a stale delivery
+// fails alone - and what it stored survives a restart.
+func (s *script) queueSettle(t *testing.T) {
+	dir := t.TempDir()
+	p := s.mustOpen(t, Config{Dir: dir})
+	q, _ := p.Queue("jobs", store.QueueOptions{})
+	for i := 1; i <= 4; i++ {
+		q.Enqueue(rec(i))
+	}
+	now := Epoch.Add(time.Minute)
+	var ds []store.Delivery
+	for _, w := range []string{"w1", "w2", "w3", "w4"} {
+		_, d, ok, err := q.Offer(w, now)
+		if !ok || err != nil {
+			t.Fatalf("offer to %s: %v %v", w, ok, err)
+		}
+		ds = append(ds, d)
+	}
+	if _, err := q.Lease(ds[2], now, now.Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	stale := store.Delivery{Offset: ds[3].Offset, Epoch: ds[3].Epoch + 100}
+	leases := []store.LeaseOf{{D: ds[0], Now: now, Deadline: now.Add(time.Hour)}, {D: ds[1], Now: now, Deadline: now.Add(time.Hour)},
+		{D: ds[2], Now: now.Add(time.Second), Deadline: now.Add(time.Hour)}, {D: stale, Now: now, Deadline: now.Add(time.Hour)}}
+	jobs, errs := q.Settle(leases, []store.Delivery{ds[0]})
+	for i, want := range []uint32{1, 1, 1} {
+		if errs[i] != nil || jobs[i].Attempts != want {
+			t.Errorf("lease %d: attempts %d err %v, want %d", i, jobs[i].Attempts, errs[i], want)
+		}
+	}
+	if !errors.Is(errs[3], store.ErrStaleDelivery) {
+		t.Errorf("a stale delivery's lease: %v, want ErrStaleDelivery", errs[3])
+	}
+	if errs[4] != nil {
+		t.Errorf("resolving a job leased in the same Settle: %v", errs[4])
+	}
+	if q.Depth() != 3 || q.Floor() != 2 {
+		t.Fatalf("after the Settle depth %d floor %d, want 3 2", q.Depth(), q.Floor())
+	}
+	if st, _, _ := q.State(2); st != store.JobLeased {
+		t.Fatalf("job 2 after its lease in a Settle: %v, want leased", st)
+	}
+	mustClose(t, p)
+	p = s.mustOpen(t, Config{Dir: dir})
+	defer mustClose(t, p)
+	q, _ = p.Queue("jobs", store.QueueOptions{})
+	if q.Depth() != 3 {
+		t.Fatalf("after restart depth %d, want 3: the resolution is stored", q.Depth())
+	}
+	j, _, ok, _ := q.Offer("w5", now)
+	if !ok || j.Offset != 2 || j.Attempts != 1 {
+		t.Fatalf("after restart: %+v, want job 2 with the attempt its Settle stored", j)
 	}
 }
 
