@@ -74,6 +74,10 @@ type Options struct {
 	// ReceiveMaximum, when non-zero, is the CONNECT's Receive Maximum: how
 	// many QoS 1 deliveries the broker may have unacknowledged to it.
 	ReceiveMaximum uint16
+	// Source, when set, is the local address the connection is dialed from
+	// (any port). One source address has only the kernel's ephemeral ports
+	// (about 28,000 by default) to dial one broker address with.
+	Source net.IP
 }
 
 // Conn is one connection to the broker.
@@ -125,6 +129,9 @@ func Dial(ctx context.Context, opt Options) (*Conn, error) {
 		opt.DialTimeout = 10 * time.Second
 	}
 	d := net.Dialer{Timeout: opt.DialTimeout}
+	if opt.Source != nil {
+		d.LocalAddr = &net.TCPAddr{IP: opt.Source}
+	}
 	nc, err := d.DialContext(ctx, "tcp", opt.Addr)
 	if err != nil {
 		return nil, fmt.Errorf("dialing %s: %w", opt.Addr, err)

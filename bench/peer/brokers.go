@@ -104,9 +104,9 @@ func gitVersion(ctx context.Context, dir string) string {
 // one tcp door, one provider that keeps nothing across a restart (memory with
 // snapshot_dir: none, or a sqlite file in the run's directory), and limits
 // opened where a default would measure the limit instead of the broker -
-// max_connections above the 10,000 idle connections the conns scenario holds,
-// and no max_connect_rate, whose default of 500 a second would make the
-// connect rate a reading of the configuration. Everything else is default:
+// max_connections above the 100,000 idle connections the full profile's
+// conns case holds, and no max_connect_rate, whose default of 500 a second
+// would make the connect rate a reading of the configuration. Everything else is default:
 // publish_rate and publish_bytes are absent (no bound) by default already.
 //
 // The operations listener on opsAddr serves /metrics, where the window
@@ -137,7 +137,7 @@ broker:
     default_retention_bytes: none
     providers:
 %s  limits:
-    max_connections: 20000
+    max_connections: 110000
     max_connect_rate: none
 channels:
   # The latest scenarios' topics: current values here, retained messages on

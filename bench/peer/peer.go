@@ -184,15 +184,24 @@ func freeAddr() (string, error) {
 	return l.Addr().String(), nil
 }
 
-// RaiseFileLimit lifts this process's open-file limit to its hard ceiling,
-// explicitly, so that the brokers it starts inherit it too (Go raises its own
-// soft limit silently but restores the old one for children it starts unless
-// the program set the limit itself). 10,000 idle connections need 10,000
-// descriptors on each side.
-func RaiseFileLimit() (uint64, error) {
+// RaiseFileLimit lifts this process's open-file limit to need, or as near
+// as it may, explicitly, so that the brokers it starts inherit it too (Go
+// raises its own soft limit silently but restores the old one for children it
+// starts unless the program set the limit itself). The hard ceiling is raised
+// to need first where the process may (CAP_SYS_RESOURCE, up to fs.nr_open);
+// refused, the soft limit goes to the ceiling as it is. Every idle connection
+// is a descriptor on each side: 100,000 of them need 100,000 in the generator
+// and as many in the broker. It returns the limit now in force.
+func RaiseFileLimit(need uint64) (uint64, error) {
 	var lim syscall.Rlimit
 	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
 		return 0, fmt.Errorf("reading the open-file limit: %w", err)
+	}
+	if lim.Max < need {
+		raised := syscall.Rlimit{Cur: need, Max: need}
+		if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &raised); err == nil {
+			return need, nil
+		}
 	}
 	lim.Cur = lim.Max
 	if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {

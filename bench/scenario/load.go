@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -109,6 +110,7 @@ func dialMany(ctx context.Context, n, concurrency int, prefix string, opt loadge
 				}
 				o := opt
 				o.ClientID = fmt.Sprintf("%s-%d", prefix, i)
+				o.Source = sourceFor(opt.Addr, i)
 				c, err := loadgen.Dial(ctx, o)
 				if err == nil && setup != nil {
 					if err = setup(i, c); err != nil {
@@ -129,6 +131,28 @@ func dialMany(ctx context.Context, n, concurrency int, prefix string, opt loadge
 		return nil, firstErr
 	}
 	return conns, nil
+}
+
+// perSource is how many connections dialMany opens from one loopback source
+// address: under the 28,231 ephemeral ports of Linux's default
+// ip_local_port_range (32768-60999), with room for what the other cases and
+// processes hold.
+const perSource = 20000
+
+// sourceFor is the source address connection i dials a loopback broker from:
+// the system's choice for the first perSource, then 127.0.0.2, 127.0.0.3 and
+// so on for each next perSource (every 127/8 address is the loopback device's,
+// nothing to configure), so 100,000 connections to one broker address do not
+// run out of ports. A broker off loopback is dialed as the system chooses.
+func sourceFor(addr string, i int) net.IP {
+	if i < perSource {
+		return nil
+	}
+	host, _, err := net.SplitHostPort(addr)
+	if ip := net.ParseIP(host); err != nil || ip == nil || !ip.IsLoopback() || ip.To4() == nil {
+		return nil
+	}
+	return net.IPv4(127, 0, 0, byte(1+i/perSource))
 }
 
 // closeAll closes every connection, in parallel: ten thousand sequential

@@ -85,3 +85,49 @@ func TestDrainReturnsOnceTheTargetIsReached(t *testing.T) {
 		t.Fatalf("drain returned %d, want 10", got)
 	}
 }
+
+func TestConnectionsPastOneAddressPortsDialFromTheNextLoopbackAddress(t *testing.T) {
+	for _, c := range []struct {
+		addr string
+		i    int
+		want string
+	}{
+		{"127.0.0.1:1883", 0, "<nil>"},
+		{"127.0.0.1:1883", perSource - 1, "<nil>"},
+		{"127.0.0.1:1883", perSource, "127.0.0.2"},
+		{"127.0.0.1:1883", 99999, "127.0.0.5"},
+		{"localhost:1883", perSource, "<nil>"}, // not an address: the system's choice
+		{"192.0.2.1:1883", perSource, "<nil>"}, // off loopback: the system's choice
+	} {
+		if got := sourceFor(c.addr, c.i).String(); got != c.want {
+			t.Errorf("sourceFor(%s, %d) = %s, want %s", c.addr, c.i, got, c.want)
+		}
+	}
+	// The address chosen is the one the broker sees the connection come from.
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	from := make(chan net.Addr, 1)
+	go func() {
+		c, err := l.Accept()
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		from <- c.RemoteAddr()
+		if _, err := c.Read(make([]byte, 256)); err == nil {
+			_, _ = c.Write((&codec.Connack{}).Append(nil, codec.Version5))
+		}
+		_, _ = io.Copy(io.Discard, c)
+	}()
+	c, err := loadgen.Dial(context.Background(), loadgen.Options{Addr: l.Addr().String(), ClientID: "far", Source: sourceFor(l.Addr().String(), 2*perSource)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if a := (<-from).(*net.TCPAddr); a.IP.String() != "127.0.0.3" {
+		t.Fatalf("the broker saw the connection from %s, want 127.0.0.3", a)
+	}
+}

@@ -54,7 +54,7 @@ var Profiles = map[string]Profile{
 	"full": {
 		Name: "full", Warmup: 3 * time.Second, Window: 10 * time.Second, Repetitions: 5,
 		PubQ1Conns: []int{1, 8, 32, 256}, FanoutSubscribers: []int{100, 1000}, FanoutDeliveries: 100000,
-		LatencyRate: 1000, IdleConns: []int{1000, 10000}, SlowRate: 1000, SlowPayload: 1024, SlowFill: 6 * time.Second,
+		LatencyRate: 1000, IdleConns: []int{1000, 10000, 100000}, SlowRate: 1000, SlowPayload: 1024, SlowFill: 6 * time.Second,
 		FaninPublishers: 8, FaninPayload: 128, FaninWindow: 2048, ReplayRecords: 1000000, DrainTimeout: 20 * time.Second, ConnectConcurrency: 32,
 	},
 }

@@ -129,6 +129,17 @@ func TestShortProfileRunsTheIssuesSizes(t *testing.T) {
 	}
 }
 
+// 100,000 idle connections take a minute and 200,000 descriptors: the full
+// profile holds them, the short one stops at 10,000.
+func TestOnlyTheFullProfileHoldsAHundredThousandConnections(t *testing.T) {
+	has := func(p Profile) bool {
+		return slices.ContainsFunc(Cases(p), func(c Case) bool { return c.Name == "conns/100000" && c.Connections == 100000 })
+	}
+	if !has(Profiles["full"]) || has(Profiles["short"]) || has(Profiles["smoke"]) {
+		t.Fatal("conns/100000 belongs to the full profile alone")
+	}
+}
+
 // tiny is a profile small enough to run every scenario inside a unit test.
 var tiny = Profile{
 	Name: "tiny", Warmup: 50 * time.Millisecond, Window: 150 * time.Millisecond, Repetitions: 1,
