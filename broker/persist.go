@@ -119,13 +119,14 @@ func (b *Broker) restoreRecords(r *restoring) error {
 	for i := range stored {
 		rec := &stored[i]
 		s := &session{id: rec.ClientID, filters: make(map[string]subscription, len(rec.Subscriptions)),
-			expiry: rec.Expiry, awaySince: rec.DisconnectedAt, receiveMax: rec.ReceiveMaximum, will: rec.Will}
+			expiry: rec.Expiry, receiveMax: rec.ReceiveMaximum, will: rec.Will}
+		s.awayAt(rec.DisconnectedAt)
 		if max := b.opts.MaxSessionExpiry; max > 0 && s.expiry > max {
 			s.expiry = max // the cap as it stands now (RFC 0003 "When the session ends")
 			b.counters.SessionExpiryShortened.Add(1)
 		}
-		if s.awaySince.IsZero() && s.expiry > 0 {
-			s.awaySince = r.now // connected when the broker stopped: away from now
+		if s.awaySince == 0 && s.expiry > 0 {
+			s.awayAt(r.now) // connected when the broker stopped: away from now
 		}
 		switch {
 		case s.expiry == 0:

@@ -43,7 +43,7 @@ func (b *Broker) hold(c delivery.Client, p *codec.Publish, eng engine.Engine) (c
 	}
 	now := b.now()
 	b.expireHolds(s, now)
-	if len(s.holds)+s.holding >= b.opts.QoS2MaxInflight {
+	if len(s.holds)+int(s.holding) >= b.opts.QoS2MaxInflight {
 		sh.mu.Unlock()
 		b.counters.PublishRefused.Add(delivery.ReasonInflightAllowanceExceeded)
 		return b.logRefusal(id, p, codec.QuotaExceeded, "past broker.qos2.max_inflight_per_client unfinished exactly-once publishes")

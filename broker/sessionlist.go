@@ -90,8 +90,8 @@ func (b *Broker) ListSessions(limit int) SessionList {
 				CleanStart:    s.conn.cleanStart,
 				Subscriptions: len(s.filters),
 			}
-			if !r.Connected && !s.awaySince.IsZero() {
-				r.ExpiresAfter = max(0, s.expiry-now.Sub(s.awaySince))
+			if !r.Connected && s.awaySince != 0 {
+				r.ExpiresAfter = max(0, s.expiry-now.Sub(s.away()))
 			}
 			all = append(all, r)
 		}

@@ -114,7 +114,7 @@ func (b *Broker) storeFilter(sh *shard, s *session, filter string, sub subscript
 
 // state is the session as the store keeps it, without its filters (Update).
 func (s *session) state() store.Session {
-	return store.Session{ClientID: s.id, Expiry: s.expiry, DisconnectedAt: s.awaySince, ReceiveMaximum: s.receiveMax, Will: s.will}
+	return store.Session{ClientID: s.id, Expiry: s.expiry, DisconnectedAt: s.away(), ReceiveMaximum: s.receiveMax, Will: s.will}
 }
 
 // record is the session as the store keeps it, filters included (Put).
