@@ -48,39 +48,47 @@ const outboundCap = 256 << 10
 // through. Methods named On* run on the connection's loop; Deliver, Kick and
 // the Client accessors are safe from any goroutine.
 type Conn struct {
-	srv       *Server
-	t         Transport
-	door      string
+	srv *Server
+	t   Transport
+	// door is the name of the door it came through: the listener's own
+	// string, pointed at rather than copied (8 bytes where a string header
+	// took 16).
+	door      *string
 	arrivedAt int64
 
 	// Shared with other goroutines. The fields are grouped by size so that
 	// nothing is padded: 10,000 idle connections pay for every byte here.
-	state       atomic.Int32
-	action      atomic.Uint32
-	onWire      atomic.Int32 // QoS 1/2 deliveries in flight: len(inflight), for other goroutines
-	version     atomic.Uint32
-	timerIdx    int32       // its place in the server's timers heap; under timers.mu
-	woken       atomic.Bool // a Wake is on its way to the loop
-	outPending  atomic.Bool // bytes wait in the transport or writable entries in the queue
-	slotGiven   atomic.Bool
-	lastRead    atomic.Int64 // unix ns of the last bytes read
-	keepaliveNS atomic.Int64 // 1.5 x the keepalive in force; 0 is none
-	progressAt  atomic.Int64 // unix ns the kernel last took bytes, or had nothing to take
-	lingerUntil atomic.Int64 // unix ns a draining connection closes at; 0 none
-	timerAt     atomic.Int64 // unix ns its timers are next looked at; 0 none (written under timers.mu)
-	id          atomic.Pointer[string]
-	out         outQueue
+	// The whole Conn and its gnet transport fit the allocator's 320-byte
+	// class (TestAConnectionKeepsItsSizeClass).
+	state      atomic.Int32
+	action     atomic.Uint32
+	onWire     atomic.Int32 // QoS 1/2 deliveries in flight: len(inflight), for other goroutines
+	version    atomic.Uint32
+	timerIdx   int32       // its place in the server's timers heap; under timers.mu
+	woken      atomic.Bool // a Wake is on its way to the loop
+	outPending atomic.Bool // bytes wait in the transport or writable entries in the queue
+	slotGiven  atomic.Bool
+	// keepaliveMS is 1.5 x the keepalive in force in milliseconds (at most
+	// 98,302,500 for 65,535 s, so 32 bits hold it); 0 is none.
+	keepaliveMS atomic.Int32
+	// clientMaxPkt is the client's Maximum Packet Size, 0 for none; loop
+	// only, placed here to fill the word keepaliveMS begins.
+	clientMaxPkt uint32
+	lastRead     atomic.Int64 // unix ns of the last bytes read
+	progressAt   atomic.Int64 // unix ns the kernel last took bytes, or bytes began to wait; read only while they wait
+	lingerUntil  atomic.Int64 // unix ns a draining connection closes at; 0 none
+	timerAt      atomic.Int64 // unix ns its timers are next looked at; 0 none (written under timers.mu)
+	id           atomic.Pointer[string]
+	out          outQueue
 
 	// Loop only - or, once the loop has let a closed connection go with a
 	// call out, that call's goroutine (async.go).
 	sessionExpiry uint32
-	clientMaxPkt  int                            // the client's Maximum Packet Size; 0 is none
-	clientRecvMax int                            // the client's Receive Maximum: our outbound window
-	aliases       *[TopicAliasMaximum + 1][]byte // made at the first alias: most clients use none
-	inflight      map[uint16]inflight            // our QoS 1/2 deliveries awaiting the client
+	clientRecvMax int32               // the client's Receive Maximum: our outbound window (beside sessionExpiry: one word for both)
+	inflight      map[uint16]inflight // our QoS 1/2 deliveries awaiting the client
 	inflightBytes int
-	heldQoS2      map[uint16]struct{} // the client's QoS 2 publishes not yet released
-	handed        int64               // bytes ever handed to the transport
+	ownHeld       *ownHeld // the client's aliases and unreleased QoS 2 publishes; nil while it has none (most clients)
+	handed        int64    // bytes ever handed to the transport
 	lastTaken     int64
 	flushedTaken  int64        // bytes the kernel had taken at the end of the last flush
 	call          *pendingCall // a handler call out off the loop (async.go); nil for none
@@ -106,6 +114,32 @@ type Conn struct {
 	noProblemInfo   bool // the client sent Request Problem Information 0
 	closed          bool
 	endGraceful     bool // the end is a client's own DISCONNECT 0x00, for the handler
+}
+
+// ownHeld is what the client's own publishes hold on the connection, made at
+// the first topic alias or QoS 2 publish: one pointer in every Conn where
+// two fields were, for state most clients never have.
+type ownHeld struct {
+	aliases  *[TopicAliasMaximum + 1][]byte // made at the first alias
+	heldQoS2 map[uint16]struct{}            // QoS 2 publishes not yet released
+}
+
+// own is the connection's ownHeld, made on first need.
+func (c *Conn) own() *ownHeld {
+	if c.ownHeld == nil {
+		c.ownHeld = &ownHeld{}
+	}
+	return c.ownHeld
+}
+
+// heldQoS2 reports how many of the client's QoS 2 publishes are held here,
+// and whether packetID is one of them.
+func (c *Conn) heldQoS2(packetID uint16) (n int, held bool) {
+	if c.ownHeld == nil {
+		return 0, false
+	}
+	_, held = c.ownHeld.heldQoS2[packetID]
+	return len(c.ownHeld.heldQoS2), held
 }
 
 // inflight is one delivery on the wire waiting for the client's answer: the
@@ -141,12 +175,12 @@ var scratchPool = sync.Pool{New: func() any {
 
 func newConn(s *Server, t Transport, door string, arrivedAt time.Time) *Conn {
 	c := &Conn{}
-	c.init(s, t, door, arrivedAt)
+	c.init(s, t, &door, arrivedAt)
 	return c
 }
 
 // init readies a zero Conn (one made together with its transport, say).
-func (c *Conn) init(s *Server, t Transport, door string, arrivedAt time.Time) {
+func (c *Conn) init(s *Server, t Transport, door *string, arrivedAt time.Time) {
 	c.srv, c.t, c.door, c.arrivedAt = s, t, door, arrivedAt.UnixNano()
 	c.out.limit = s.opts.SessionQueueBytes
 	c.lastRead.Store(arrivedAt.UnixNano())
@@ -184,7 +218,7 @@ func (c *Conn) Deliver(m *delivery.Message, d delivery.Delivery) bool {
 // Maximum are set at CONNECT, before the connection is attached, so any
 // goroutine may read them; the window's fill is an atomic copy.
 func (c *Conn) CanTake(m *delivery.Message, d delivery.Delivery) bool {
-	if d.QoS > 0 && int(c.onWire.Load())+c.out.len() >= c.clientRecvMax {
+	if d.QoS > 0 && int(c.onWire.Load())+c.out.len() >= int(c.clientRecvMax) {
 		return false
 	}
 	return c.Fits(m, d)
@@ -204,7 +238,7 @@ func (c *Conn) Fits(m *delivery.Message, d delivery.Delivery) bool {
 		p.Properties.SubscriptionIDs = d.SubscriptionIDs
 		p.Properties.Present.Set(codec.PropSubscriptionID)
 	}
-	return p.Size(c.Version()) <= c.clientMaxPkt
+	return p.Size(c.Version()) <= int(c.clientMaxPkt)
 }
 
 // Kick asks the loop to end the connection with reason (see Client).
@@ -245,7 +279,7 @@ func (c *Conn) tick(now int64) {
 		}
 		next = earliest(next, at)
 	case stateConnected:
-		if ka := c.keepaliveNS.Load(); ka > 0 {
+		if ka := int64(c.keepaliveMS.Load()) * int64(time.Millisecond); ka > 0 {
 			at := c.lastRead.Load() + ka
 			if now >= at {
 				c.request(actKeepalive)
@@ -550,14 +584,20 @@ func (c *Conn) flushScratch(sc *scratch) {
 // noteProgress records whether the kernel took bytes since the last look, for
 // limits.write_timeout: a connection stalls only while bytes wait and none
 // are taken.
+//
+// The moment is read only while something waits - the only time the timers
+// compare it - so a flush that leaves nothing (every PUBACK of a QoS 1 round
+// trip) reads no clock; the next flush that leaves bytes waiting stamps its
+// own moment, since lastTaken is reset to none meanwhile.
 func (c *Conn) noteProgress() {
 	buffered := c.t.Buffered()
-	taken := c.handed - int64(buffered)
-	if buffered == 0 || taken != c.lastTaken {
+	pending := buffered > 0 || c.writable()
+	if taken := c.handed - int64(buffered); !pending {
+		c.lastTaken = -1
+	} else if buffered == 0 || taken != c.lastTaken {
 		c.lastTaken = taken
 		c.progressAt.Store(c.now())
 	}
-	pending := buffered > 0 || c.writable()
 	// The timers poll a connection only while its bytes wait, so it is
 	// armed as they begin to; a queue ring a burst grew is trimmed by them too.
 	if was := c.outPending.Swap(pending); (pending && !was) || c.out.grown.Load() {
@@ -579,7 +619,7 @@ func (c *Conn) windowOpen() bool {
 	if len(c.inflight) == 0 {
 		return true
 	}
-	return len(c.inflight) < c.clientRecvMax && c.inflightBytes < c.srv.opts.SessionQueueBytes/2
+	return len(c.inflight) < int(c.clientRecvMax) && c.inflightBytes < c.srv.opts.SessionQueueBytes/2
 }
 
 // flushBatch is how many queued deliveries flush takes per lock.
@@ -679,7 +719,7 @@ func (c *Conn) encode(sc *scratch, e outEntry, version byte) {
 	}
 	// MQTT-3.1.2-25: never send a packet above the client's Maximum Packet
 	// Size; such a delivery is discarded as if delivered.
-	if fits := c.clientMaxPkt == 0 || p.Size(version) <= c.clientMaxPkt; fits {
+	if fits := c.clientMaxPkt == 0 || p.Size(version) <= int(c.clientMaxPkt); fits {
 		if e.QoS > 0 {
 			p.PacketID = c.takePacketID(e.PacketID)
 			size := entrySize(e.msg)
@@ -773,7 +813,7 @@ func (c *Conn) logWarn(msg string, args ...any) {
 }
 
 func (c *Conn) logArgs(args []any) []any {
-	base := []any{"listener", c.door, "remote", c.t.RemoteAddr()}
+	base := []any{"listener", *c.door, "remote", c.t.RemoteAddr()}
 	if id := c.ClientID(); id != "" {
 		base = append(base, "client_id", id)
 	}

@@ -93,7 +93,7 @@ func (c *Conn) onConnect(h codec.Header, body []byte, sc *scratch) {
 	if v == codec.Version5 {
 		// Known before any answer: no CONNACK may exceed it (MQTT-3.1.2-24).
 		if cp.Properties.Present.Has(codec.PropMaximumPacketSize) {
-			c.clientMaxPkt = int(cp.Properties.MaximumPacketSize)
+			c.clientMaxPkt = cp.Properties.MaximumPacketSize
 		}
 		if cp.Properties.Present.Has(codec.PropAuthMethod) {
 			c.refuse(v, delivery.ReasonOf(codec.BadAuthenticationMethod), codec.BadAuthenticationMethod, sc, "CONNECT names an Authentication Method; Sagüin runs no enhanced authentication")
@@ -152,7 +152,7 @@ func (c *Conn) onConnect(h codec.Header, body []byte, sc *scratch) {
 	if v == codec.Version5 {
 		c.noProblemInfo = cp.Properties.Present.Has(codec.PropRequestProblemInfo) && cp.Properties.RequestProblemInfo == 0
 		if cp.Properties.Present.Has(codec.PropReceiveMaximum) {
-			c.clientRecvMax = int(cp.Properties.ReceiveMaximum)
+			c.clientRecvMax = int32(cp.Properties.ReceiveMaximum)
 		}
 	}
 
@@ -220,7 +220,7 @@ func (c *Conn) connectRequest(cp *codec.Connect, id string, granted uint32, keep
 		SessionExpiry: granted,
 		Username:      cp.Username,
 		Password:      cp.Password,
-		Door:          c.door,
+		Door:          *c.door,
 		Remote:        c.t.RemoteAddr(),
 	}
 	if c.principal != nil {
@@ -264,9 +264,9 @@ func (c *Conn) connectAnswered(sc *scratch, req *ConnectRequest, plan *connackPl
 	c.attachConnected(req, plan)
 	c.state.Store(stateConnected)
 	if plan.keepalive > 0 {
-		ka := int64(plan.keepalive) * int64(time.Second) * 3 / 2
-		c.keepaliveNS.Store(ka)
-		c.srv.timers.schedule(c, c.lastRead.Load()+ka) // armed before the CONNACK is written
+		ms := int32(plan.keepalive) * 1500
+		c.keepaliveMS.Store(ms)
+		c.srv.timers.schedule(c, c.lastRead.Load()+int64(ms)*int64(time.Millisecond)) // armed before the CONNACK is written
 	}
 
 	ack := &sc.connack
@@ -345,7 +345,7 @@ func (c *Conn) connackFits(sc *scratch, plan *connackPlan, clientID string) bool
 	ack.SessionPresent, ack.ReasonCode = true, codec.Success
 	ack.Properties.Reset()
 	c.connackProps(&ack.Properties, &worst, clientID)
-	fits := ack.Size(codec.Version5) <= c.clientMaxPkt
+	fits := ack.Size(codec.Version5) <= int(c.clientMaxPkt)
 	ack.Properties.Reset()
 	return fits
 }
@@ -403,10 +403,10 @@ func (c *Conn) refuse(v byte, reason delivery.Reason, code codec.ReasonCode, sc 
 	ack.ReasonCode = code
 	ack.Properties.Reset()
 	c.reasonString(&ack.Properties, code, why, true)
-	if c.clientMaxPkt != 0 && ack.Size(v) > c.clientMaxPkt {
+	if c.clientMaxPkt != 0 && ack.Size(v) > int(c.clientMaxPkt) {
 		ack.Properties.Reset() // the Reason String goes first (MQTT-3.1.2-24)
 	}
-	if c.clientMaxPkt == 0 || ack.Size(v) <= c.clientMaxPkt {
+	if c.clientMaxPkt == 0 || ack.Size(v) <= int(c.clientMaxPkt) {
 		sc.out = ack.Append(sc.out, v)
 	}
 	ack.Properties.Reset()

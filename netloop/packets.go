@@ -87,18 +87,19 @@ func (c *Conn) onPublish(h codec.Header, body []byte, sc *scratch) {
 			c.protocolFault(&codec.Error{Code: codec.TopicAliasInvalid, Rule: "Topic Alias above the advertised maximum of 16"}, sc)
 			return
 		}
-		if c.aliases == nil {
-			c.aliases = new([TopicAliasMaximum + 1][]byte)
+		own := c.own()
+		if own.aliases == nil {
+			own.aliases = new([TopicAliasMaximum + 1][]byte)
 		}
 		if len(p.Topic) > 0 {
 			// Registering copies the topic: the read buffer is reused. Bounded
 			// at 16 x max_topic_length per connection (invariant 13).
-			c.aliases[a] = append(c.aliases[a][:0], p.Topic...)
-		} else if c.aliases[a] == nil {
+			own.aliases[a] = append(own.aliases[a][:0], p.Topic...)
+		} else if own.aliases[a] == nil {
 			c.protocolFault(&codec.Error{Code: codec.ProtocolError, Rule: "Topic Alias this connection never registered"}, sc)
 			return
 		} else {
-			p.Topic = c.aliases[a]
+			p.Topic = own.aliases[a]
 		}
 	}
 	switch p.QoS {
@@ -127,7 +128,7 @@ func (c *Conn) onPublish(h codec.Header, body []byte, sc *scratch) {
 		code, why := c.srv.opts.Handler.Publish(c, p)
 		c.publishAnswered(sc, 1, p.PacketID, p.Topic, code, why)
 	case 2:
-		_, held := c.heldQoS2[p.PacketID]
+		n, held := c.heldQoS2(p.PacketID)
 		if !held && c.srv.opts.Handler.Holds(c, p.PacketID) {
 			held = true // kept from an earlier connection of the session
 		}
@@ -137,7 +138,7 @@ func (c *Conn) onPublish(h codec.Header, body []byte, sc *scratch) {
 			c.appendAck(sc, codec.TypePubrec, p.PacketID, codec.Success)
 			return
 		}
-		if len(c.heldQoS2) >= c.srv.opts.ReceiveMaximum {
+		if n >= c.srv.opts.ReceiveMaximum {
 			c.protocolFault(&codec.Error{Code: codec.ReceiveMaximumExceeded, Rule: "more QoS 2 exchanges unfinished than the Receive Maximum the CONNACK gave (MQTT-3.3.4-7)"}, sc)
 			return
 		}
@@ -180,10 +181,11 @@ func (c *Conn) publishAnswered(sc *scratch, qos byte, packetID uint16, topic []b
 		c.appendAckWhy(sc, codec.TypePubrec, packetID, code, why)
 		return
 	}
-	if c.heldQoS2 == nil {
-		c.heldQoS2 = make(map[uint16]struct{})
+	own := c.own()
+	if own.heldQoS2 == nil {
+		own.heldQoS2 = make(map[uint16]struct{})
 	}
-	c.heldQoS2[packetID] = struct{}{}
+	own.heldQoS2[packetID] = struct{}{}
 	c.appendAck(sc, codec.TypePubrec, packetID, codec.Success)
 }
 
@@ -221,7 +223,9 @@ func (c *Conn) onAck(a *codec.Ack, sc *scratch) {
 			c.settle(a.PacketID, f)
 		}
 	case codec.TypePubrel:
-		delete(c.heldQoS2, a.PacketID)
+		if c.ownHeld != nil {
+			delete(c.ownHeld.heldQoS2, a.PacketID)
+		}
 		if c.waits(delivery.CallRelease, nil, delivery.Ref{}) {
 			c.goWait(&pendingCall{kind: delivery.CallRelease, packetID: a.PacketID})
 			return
@@ -268,7 +272,7 @@ func (c *Conn) settle(id uint16, f inflight) {
 	// Full as CanTake counts it: what is on the wire and what is queued fill
 	// the client's Receive Maximum exactly, so taking one off the wire opens
 	// the window.
-	full := len(c.inflight)+c.out.len() == c.clientRecvMax
+	full := len(c.inflight)+c.out.len() == int(c.clientRecvMax)
 	delete(c.inflight, id)
 	c.onWire.Store(int32(len(c.inflight)))
 	c.inflightBytes -= f.size

@@ -236,7 +236,7 @@ func (s *Server) enrollLoop(l *listener, nc net.Conn, arrivedAt time.Time, remot
 	g := &gnetConn{}
 	c, t := &g.c, g
 	t.remote = remote
-	c.init(s, t, l.door.Name, arrivedAt)
+	c.init(s, t, &l.door.Name, arrivedAt)
 	c.principal = principal
 	s.mu.Lock()
 	s.conns[c] = struct{}{}

@@ -17,3 +17,12 @@ func TestAQueueEntryAndAnInFlightSlotKeepTheirSize(t *testing.T) {
 		t.Fatalf("an in-flight slot is %d bytes, was 88", n)
 	}
 }
+
+// Every connection on the event loops is one gnetConn: a field that takes it
+// past the allocator's 320-byte size class costs 10,000 idle devices 320 KiB
+// (docs/netloop.md, "Where an idle connection's bytes go").
+func TestAConnectionKeepsItsSizeClass(t *testing.T) {
+	if n := unsafe.Sizeof(gnetConn{}); n > 320 {
+		t.Fatalf("a connection and its gnet transport are %d bytes: past the 320-byte size class they were packed into", n)
+	}
+}

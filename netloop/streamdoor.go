@@ -79,7 +79,7 @@ const closeGrace = time.Second
 func (s *Server) enrollStream(l *listener, nc net.Conn, arrivedAt time.Time) {
 	t := &streamConn{srv: s, l: l, nc: nc, remote: nc.RemoteAddr().String(), done: make(chan struct{})}
 	t.writer, t.wakes = t.writeLoop, t.serveWakes
-	t.c.init(s, t, l.door.Name, arrivedAt)
+	t.c.init(s, t, &l.door.Name, arrivedAt)
 	s.mu.Lock()
 	s.conns[&t.c] = struct{}{}
 	s.mu.Unlock()
