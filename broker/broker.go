@@ -754,7 +754,9 @@ func (b *Broker) admitPublish(c delivery.Client, p *codec.Publish) (engine.Engin
 	// The rate comes first: before the topic is resolved or anything kept,
 	// so nothing accumulates whatever an over-eager client does. Said at
 	// debug, since a client held to its rate makes one line per publish.
-	if !b.budgets.take(c.ClientID(), len(p.Payload), b.now()) {
+	// The clock is read only with a budget to charge: without publish_rate
+	// or publish_bytes a publish reads none here.
+	if b.budgets != nil && !b.budgets.take(c.ClientID(), len(p.Payload), b.now()) {
 		b.counters.PublishRefused.Add(delivery.ReasonPublishRateExceeded)
 		b.log.Debug("publish refused", "client_id", c.ClientID(), "topic", string(p.Topic), "code", codec.QuotaExceeded.String(), "why", "publish rate exceeded")
 		return answered(codec.QuotaExceeded, "over limits.publish_rate or limits.publish_bytes")
