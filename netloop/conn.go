@@ -58,8 +58,8 @@ type Conn struct {
 
 	// Shared with other goroutines. The fields are grouped by size so that
 	// nothing is padded: 10,000 idle connections pay for every byte here.
-	// The whole Conn and its gnet transport fit the allocator's 320-byte
-	// class (TestAConnectionKeepsItsSizeClass).
+	// The whole Conn and its gnet transport fit the allocator's 352-byte
+	// class (TestAConnectionKeepsItsSizeClass); 32 bytes more is the next.
 	state      atomic.Int32
 	action     atomic.Uint32
 	onWire     atomic.Int32 // QoS 1/2 deliveries in flight: len(inflight), for other goroutines
@@ -87,8 +87,8 @@ type Conn struct {
 	clientRecvMax int32               // the client's Receive Maximum: our outbound window (beside sessionExpiry: one word for both)
 	inflight      map[uint16]inflight // our QoS 1/2 deliveries awaiting the client
 	inflightBytes int
-	ownHeld       *ownHeld // the client's aliases and unreleased QoS 2 publishes; nil while it has none (most clients)
-	handed        int64    // bytes ever handed to the transport
+	rare          *connRare // what most connections never have: made at first need
+	handed        int64     // bytes ever handed to the transport
 	lastTaken     int64
 	flushedTaken  int64        // bytes the kernel had taken at the end of the last flush
 	call          *pendingCall // a handler call out off the loop (async.go); nil for none
@@ -97,10 +97,6 @@ type Conn struct {
 	// joining it (async.go, "publish runs"); nil for none. It lives only
 	// inside OnData.
 	run *pendingCall
-	// principal is the name the door vouched for - a client certificate it
-	// verified, or one a proxy verified and named in its PROXY header - set
-	// before the first byte is read; nil for none.
-	principal *string
 	// claimedID and user are the client id the CONNECT named (empty for
 	// one the broker assigns) and the user name it goes by (the door's
 	// name where one vouched), set once it is read: what a refusal is
@@ -116,30 +112,41 @@ type Conn struct {
 	endGraceful     bool // the end is a client's own DISCONNECT 0x00, for the handler
 }
 
-// ownHeld is what the client's own publishes hold on the connection, made at
-// the first topic alias or QoS 2 publish: one pointer in every Conn where
-// two fields were, for state most clients never have.
-type ownHeld struct {
-	aliases  *[TopicAliasMaximum + 1][]byte // made at the first alias
-	heldQoS2 map[uint16]struct{}            // QoS 2 publishes not yet released
+// connRare is what most connections never have, made at its first need: one
+// pointer in every Conn where three fields were.
+type connRare struct {
+	aliases  *[TopicAliasMaximum + 1][]byte // the client's topic aliases, made at the first
+	heldQoS2 map[uint16]struct{}            // the client's QoS 2 publishes not yet released
+	// principal is the name the door vouched for - a client certificate it
+	// verified, or one a proxy verified and named in its PROXY header - set
+	// before the first byte is read; nil for none.
+	principal *string
 }
 
-// own is the connection's ownHeld, made on first need.
-func (c *Conn) own() *ownHeld {
-	if c.ownHeld == nil {
-		c.ownHeld = &ownHeld{}
+// rareState is the connection's connRare, made on first need.
+func (c *Conn) rareState() *connRare {
+	if c.rare == nil {
+		c.rare = &connRare{}
 	}
-	return c.ownHeld
+	return c.rare
+}
+
+// principal is the name the door vouched for, nil for none.
+func (c *Conn) principal() *string {
+	if c.rare == nil {
+		return nil
+	}
+	return c.rare.principal
 }
 
 // heldQoS2 reports how many of the client's QoS 2 publishes are held here,
 // and whether packetID is one of them.
 func (c *Conn) heldQoS2(packetID uint16) (n int, held bool) {
-	if c.ownHeld == nil {
+	if c.rare == nil {
 		return 0, false
 	}
-	_, held = c.ownHeld.heldQoS2[packetID]
-	return len(c.ownHeld.heldQoS2), held
+	_, held = c.rare.heldQoS2[packetID]
+	return len(c.rare.heldQoS2), held
 }
 
 // inflight is one delivery on the wire waiting for the client's answer: the

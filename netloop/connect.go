@@ -82,8 +82,8 @@ func (c *Conn) onConnect(h codec.Header, body []byte, sc *scratch) {
 	// zero-length one is listed under "", and the name the door vouched
 	// for in place of the CONNECT's user name, as connectRequest does.
 	c.claimedID, c.user = string(cp.ClientID), string(cp.Username)
-	if c.principal != nil {
-		c.user = *c.principal
+	if c.principal() != nil {
+		c.user = *c.principal()
 	}
 	if v < o.MinProtocolVersion {
 		c.refuseRaw(connack311Version, "MQTT 3.1.1 is below broker.mqtt.min_protocol_version")
@@ -118,11 +118,11 @@ func (c *Conn) onConnect(h codec.Header, body []byte, sc *scratch) {
 			return
 		}
 	}
-	if c.principal != nil {
+	if c.principal() != nil {
 		// A certificate's name holding a control character is nobody's:
 		// 0x86, as for a CONNECT user name (RFC 0002 "Client certificates").
-		if err := codec.CheckUserName([]byte(*c.principal)); err != nil {
-			c.logWarn("refused: the name its certificate gives holds U+0000 or a control character", "principal", strconv.Quote(*c.principal))
+		if err := codec.CheckUserName([]byte(*c.principal())); err != nil {
+			c.logWarn("refused: the name its certificate gives holds U+0000 or a control character", "principal", strconv.Quote(*c.principal()))
 			c.refuseErr(v, err, sc)
 			return
 		}
@@ -223,10 +223,10 @@ func (c *Conn) connectRequest(cp *codec.Connect, id string, granted uint32, keep
 		Door:          *c.door,
 		Remote:        c.t.RemoteAddr(),
 	}
-	if c.principal != nil {
+	if c.principal() != nil {
 		// The certificate's name is the user name, whatever the CONNECT
 		// says: one client, one identity (RFC 0002 "Client certificates").
-		req.Username, req.Password, req.Certified = []byte(*c.principal), nil, true
+		req.Username, req.Password, req.Certified = []byte(*c.principal()), nil, true
 	}
 	return req
 }
@@ -281,8 +281,8 @@ func (c *Conn) connectAnswered(sc *scratch, req *ConnectRequest, plan *connackPl
 	if c.srv.infoOn() { // its arguments alone cost allocations every connect
 		args := []any{"protocol", protocolName(v), "clean_start", plan.cleanStart,
 			"keepalive", plan.keepalive, "session_expiry", plan.granted, "session_present", present}
-		if c.principal != nil {
-			args = append(args, "principal", *c.principal) // the user name its certificate gave
+		if c.principal() != nil {
+			args = append(args, "principal", *c.principal()) // the user name its certificate gave
 		}
 		c.logInfo("client connected", args...)
 	}

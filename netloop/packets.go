@@ -87,7 +87,7 @@ func (c *Conn) onPublish(h codec.Header, body []byte, sc *scratch) {
 			c.protocolFault(&codec.Error{Code: codec.TopicAliasInvalid, Rule: "Topic Alias above the advertised maximum of 16"}, sc)
 			return
 		}
-		own := c.own()
+		own := c.rareState()
 		if own.aliases == nil {
 			own.aliases = new([TopicAliasMaximum + 1][]byte)
 		}
@@ -181,7 +181,7 @@ func (c *Conn) publishAnswered(sc *scratch, qos byte, packetID uint16, topic []b
 		c.appendAckWhy(sc, codec.TypePubrec, packetID, code, why)
 		return
 	}
-	own := c.own()
+	own := c.rareState()
 	if own.heldQoS2 == nil {
 		own.heldQoS2 = make(map[uint16]struct{})
 	}
@@ -223,8 +223,8 @@ func (c *Conn) onAck(a *codec.Ack, sc *scratch) {
 			c.settle(a.PacketID, f)
 		}
 	case codec.TypePubrel:
-		if c.ownHeld != nil {
-			delete(c.ownHeld.heldQoS2, a.PacketID)
+		if c.rare != nil {
+			delete(c.rare.heldQoS2, a.PacketID)
 		}
 		if c.waits(delivery.CallRelease, nil, delivery.Ref{}) {
 			c.goWait(&pendingCall{kind: delivery.CallRelease, packetID: a.PacketID})

@@ -237,7 +237,9 @@ func (s *Server) enrollLoop(l *listener, nc net.Conn, arrivedAt time.Time, remot
 	c, t := &g.c, g
 	t.remote = remote
 	c.init(s, t, &l.door.Name, arrivedAt)
-	c.principal = principal
+	if principal != nil {
+		c.rareState().principal = principal
+	}
 	s.mu.Lock()
 	s.conns[c] = struct{}{}
 	s.mu.Unlock()

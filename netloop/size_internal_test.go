@@ -19,10 +19,12 @@ func TestAQueueEntryAndAnInFlightSlotKeepTheirSize(t *testing.T) {
 }
 
 // Every connection on the event loops is one gnetConn: a field that takes it
-// past the allocator's 320-byte size class costs 10,000 idle devices 320 KiB
-// (docs/netloop.md, "Where an idle connection's bytes go").
+// past the allocator's 352-byte size class costs 10,000 idle devices 320 KiB
+// (docs/netloop.md, "Where an idle connection's bytes go"). It was packed
+// into 320 bytes; the refusal record's claimed id and user name (32 bytes,
+// kept for the connection's life) took it to 352.
 func TestAConnectionKeepsItsSizeClass(t *testing.T) {
-	if n := unsafe.Sizeof(gnetConn{}); n > 320 {
-		t.Fatalf("a connection and its gnet transport are %d bytes: past the 320-byte size class they were packed into", n)
+	if n := unsafe.Sizeof(gnetConn{}); n > 352 {
+		t.Fatalf("a connection and its gnet transport are %d bytes: past the 352-byte size class", n)
 	}
 }

@@ -159,7 +159,7 @@ func (t *streamConn) identify(cs tls.ConnectionState) {
 		return
 	}
 	t.mu.Lock()
-	t.c.principal = &name
+	t.c.rareState().principal = &name
 	t.mu.Unlock()
 }
 
