@@ -952,3 +952,13 @@ func (l *backlog) commit() {
 	l.b.counters.LogMessages.Add(-int64(len(unowed)))
 	l.b.counters.LogBytes.Add(-freed)
 }
+
+// owedRoom reports whether s is owed less than half of session_queue_bytes
+// from the log, size included (or nothing): a retained pass keeps a value
+// for s only then, and waits for acknowledgements otherwise.
+func (l *backlog) owedRoom(s *session, size int64) bool {
+	sh := l.b.shard(s.id)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	return s.owed.bytes == 0 || s.owed.bytes+size <= l.b.opts.SessionQueueBytes/2
+}

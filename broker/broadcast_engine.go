@@ -226,6 +226,12 @@ func (e *broadcastEngine) Ack(s engine.Session, ref delivery.Ref, stage engine.A
 	if len(x.groups) > 0 {
 		b.memberMayTake(x) // its groups' backlogs drain into the room
 	}
+	if rs := x.retained.Load(); rs != nil {
+		if ref.N == 0 && ref.Name == "" {
+			rs.acked(int64(ref.Attempt))
+		}
+		rs.poke() // a retained pass waiting for room
+	}
 	return true
 }
 

@@ -205,6 +205,11 @@ type session struct {
 	// floorPassed: the session ends because retention passed one of its
 	// positions at a CONNECT; its other positions are kept (KeepsPositions).
 	floorPassed bool
+	// retained serves the retained values its SUBSCRIBEs reached, on the
+	// connection that subscribed (broadcast_retainedpass.go); nil before
+	// its first. Atomic: set with no lock held, read under the shard lock
+	// by an acknowledgement that wakes it.
+	retained atomic.Pointer[retainedSender]
 	// conn is what its latest connection said of itself, for
 	// /v1/operations/sessions; zero for a session restored at a start and
 	// not connected since.

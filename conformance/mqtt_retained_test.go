@@ -468,3 +468,52 @@ limits:
 		t.Fatalf("PUBCOMP 0x%02x once there is room, want 0x00", byte(code))
 	}
 }
+
+// RFC 0002 "Retained messages on a broadcast topic": the values a SUBSCRIBE
+// reaches are served from the store, paced by the subscriber - never shed at
+// limits.session_queue_bytes - so every one arrives however many there are:
+// 1,000 values of 100 bytes, about ten times the 16 KiB bound, to a QoS 0
+// subscriber, a QoS 1 one with a Receive Maximum of 10, and a QoS 1 session
+// that outlives its connection (the values kept in the broadcast log for
+// it), on memory and on sqlite.
+func TestRetainedCatchUpDeliversEveryValuePastTheSessionQueueBound(t *testing.T) {
+	const n = 1000
+	for _, st := range []struct{ name, storage string }{{"memory", memoryStorage}, {"sqlite", sqliteStorage}} {
+		t.Run(st.name, func(t *testing.T) {
+			dir := t.TempDir()
+			b := startSaguin(t, dir, saguinYAML(st.storage, "limits:\n  max_message_size: 1KiB\n  max_connect_size: 1KiB\n  session_queue_bytes: 16KiB"))
+			pub := dialRaw(t, b.addr, codec.Version5)
+			pub.mustConnect("pub", nil)
+			payload := []byte(strings.Repeat("v", 100))
+			for i := 0; i < n; i++ {
+				pub.retain(fmt.Sprintf("ret/%d", i), payload, uint16(i+1), nil)
+			}
+			for _, sc := range []struct {
+				name    string
+				qos     byte
+				connect func(*codec.Connect)
+			}{
+				{"qos0", 0, nil},
+				{"qos1", 1, func(c *codec.Connect) {
+					c.Properties.ReceiveMaximum = 10
+					c.Properties.Present.Set(codec.PropReceiveMaximum)
+				}},
+				{"qos1-kept", 1, session(300)},
+			} {
+				sub := dialRaw(t, b.addr, codec.Version5)
+				sub.mustConnect("sub-"+sc.name, sc.connect)
+				sub.mustSubscribe(1, "ret/#", sc.qos)
+				seen := map[string]bool{}
+				for len(seen) < n {
+					p := sub.expectPublish()
+					sub.ackDelivery(p)
+					if !p.Retain || p.QoS != sc.qos {
+						t.Fatalf("%s: %s retain %v QoS %d, want RETAIN at QoS %d", sc.name, p.Topic, p.Retain, p.QoS, sc.qos)
+					}
+					seen[string(p.Topic)] = true
+				}
+				sub.expectNothing(sc.name + ": a value twice")
+			}
+		})
+	}
+}

@@ -225,7 +225,8 @@ func (c *Conn) Deliver(m *delivery.Message, d delivery.Delivery) bool {
 // Maximum are set at CONNECT, before the connection is attached, so any
 // goroutine may read them; the window's fill is an atomic copy.
 func (c *Conn) CanTake(m *delivery.Message, d delivery.Delivery) bool {
-	if d.QoS > 0 && int(c.onWire.Load())+c.out.len() >= int(c.clientRecvMax) {
+	queued, room := c.out.room(entrySize(m))
+	if !room || (d.QoS > 0 && int(c.onWire.Load())+queued >= int(c.clientRecvMax)) {
 		return false
 	}
 	return c.Fits(m, d)

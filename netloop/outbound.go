@@ -213,6 +213,14 @@ func (q *outQueue) len() int {
 	return int(q.n)
 }
 
+// room is how many entries wait, and whether push would queue one of size
+// without shedding anything (it or another).
+func (q *outQueue) room(size int) (int, bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return int(q.n), !q.closed && (q.n == 0 || q.bytes+size <= q.limit)
+}
+
 // pending reports whether anything waits.
 func (q *outQueue) pending() bool {
 	q.mu.Lock()

@@ -286,6 +286,17 @@ type Retained interface {
 	// Range calls fn for every value whose topic match accepts (nil: all),
 	// until fn returns false. fn must not call back into the store.
 	Range(match func(topic string) bool, fn func(Record) bool) error
+	// Page reads values in the order they were set, for a SUBSCRIBE's
+	// paced pass (RFC 0002 "Retained messages on a broadcast topic"): up
+	// to max values whose order number (Record.Offset, the store's own,
+	// never shown to a reader) is at least since and whose topic match
+	// accepts, and next, the since to read on from. A page may hold fewer
+	// than max with more to come (a sparse filter is read a bounded stretch
+	// at a time); the pass is over once next reaches the Next it began
+	// under. A value set again takes a new order number. dst is reused.
+	Page(since uint64, match func(topic string) bool, max int, dst []Record) (page []Record, next uint64, err error)
+	// Next is the order number the next Set gives: above every value held.
+	Next() uint64
 	Count() int
 	Bytes() int64
 	// Trim removes values set before before (retention_period).

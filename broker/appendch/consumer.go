@@ -293,9 +293,9 @@ func (e *Engine) sendFrom(c *consumer, records []store.Record, cl delivery.Clien
 		if qos == 0 {
 			d.Ref = delivery.Ref{}
 		}
-		if !cl.CanTake(m, delivery.Delivery{QoS: 0, Retain: d.Retain, SubscriptionIDs: d.SubscriptionIDs}) {
-			// Larger than the client's Maximum Packet Size: never skipped,
-			// the position stays below it (A7.1).
+		if !cl.Fits(m, d) {
+			// Larger than the client's Maximum Packet Size at the QoS it
+			// goes at: never skipped, the position stays below it (A7.1).
 			c.mu.Unlock()
 			e.log.Warn("a record is larger than the consumer's Maximum Packet Size; disconnecting it (0x95)", "client_id", c.id, "offset", r.Offset)
 			m.Release()

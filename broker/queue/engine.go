@@ -806,7 +806,7 @@ func (e *Engine) offer(w *worker, c delivery.Client) (offered, more bool) {
 		}
 		if !c.CanTake(m, dl) {
 			_ = e.q.Unsend(d)
-			if !c.CanTake(m, delivery.Delivery{}) {
+			if !c.Fits(m, dl) {
 				// Too large for the worker's Maximum Packet Size, not a full
 				// window: it is disconnected and the job goes back unspent
 				// (checklist C4.7).

@@ -87,8 +87,9 @@ type Client interface {
 	// reference (Message.Retain) and gives it back when done.
 	Deliver(m *Message, d Delivery) bool
 	// CanTake reports whether the client can take d now: within the
-	// Maximum Packet Size its client declared, and - at QoS 1 or 2 - with
-	// room in the in-flight window its Receive Maximum gives. A shared
+	// Maximum Packet Size its client declared, with room in its outbound
+	// queue (Deliver would shed neither it nor an older one), and - at QoS
+	// 1 or 2 - with room in the in-flight window its Receive Maximum gives. A shared
 	// group passes over a member that cannot, rather than have the delivery
 	// discarded or wait (RFC 0002 "Shared subscriptions"; RFC 0003 "When a
 	// record is too large for a subscriber").

@@ -9,19 +9,34 @@ import (
 	"github.com/saguin-edge/saguin/store"
 )
 
-// retainedStore is the retained store for broadcast topics: a map, bounded
-// only by the provider.
+// retainedEntry is one slot of the retained store's order-of-setting slice;
+// a slot whose value was replaced or removed is cleared (gone) in place.
+type retainedEntry struct {
+	r    store.Record
+	gone bool
+}
+
+// retainedStore is the retained store for broadcast topics, bounded only by
+// the provider. entries holds every value in the order it was set, each
+// with an order number of the store's own in Offset (never shown to a
+// reader), so a SUBSCRIBE's pass reads a page from where the last one
+// ended with a binary search and a walk - the latest channel's layout
+// (latestStore) without tombstones. topics finds a topic's slot; gone slots
+// are compacted away when they are half the slice.
 type retainedStore struct {
 	p *Provider
 
-	mu     sync.Mutex
-	period time.Duration
-	values map[string]store.Record
-	bytes  int64
+	mu      sync.Mutex
+	period  time.Duration
+	entries []retainedEntry
+	gone    int
+	topics  map[string]int
+	next    uint64 // the order number the next Set gives; starts at 1
+	bytes   int64
 }
 
 func newRetainedStore(p *Provider, period time.Duration) *retainedStore {
-	return &retainedStore{p: p, period: period, values: map[string]store.Record{}}
+	return &retainedStore{p: p, period: period, topics: map[string]int{}, next: 1}
 }
 
 func (r *retainedStore) setPeriod(d time.Duration) { r.mu.Lock(); r.period = d; r.mu.Unlock() }
@@ -31,11 +46,27 @@ func (r *retainedStore) getPeriod() time.Duration { r.mu.Lock(); defer r.mu.Unlo
 func (r *retainedStore) restore(recs []store.Record) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	var added int64
 	for _, rec := range recs {
-		r.values[rec.Topic] = rec
-		r.bytes += store.RecordSize(&rec)
+		added += store.RecordSize(&rec)
+		r.putLocked(rec)
 	}
-	r.p.chargeRelief(r.bytes)
+	r.bytes += added
+	r.p.chargeRelief(added)
+}
+
+// putLocked makes rec its topic's value at the next order number, the
+// topic's old slot (if any) gone. Accounting is the caller's. r.mu held.
+func (r *retainedStore) putLocked(rec store.Record) {
+	if i, ok := r.topics[rec.Topic]; ok {
+		r.entries[i] = retainedEntry{gone: true}
+		r.gone++
+	}
+	rec.Offset = r.next
+	r.next++
+	r.topics[rec.Topic] = len(r.entries)
+	r.entries = append(r.entries, retainedEntry{r: rec})
+	r.compact()
 }
 
 // Set implements store.Retained: at the provider's bound the new value is
@@ -45,8 +76,8 @@ func (r *retainedStore) Set(rec store.Record) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	var old int64
-	if prev, ok := r.values[rec.Topic]; ok {
-		old = store.RecordSize(&prev)
+	if i, ok := r.topics[rec.Topic]; ok {
+		old = store.RecordSize(&r.entries[i].r)
 	}
 	if delta := size - old; delta > 0 {
 		if err := r.p.charge(delta); err != nil {
@@ -55,8 +86,7 @@ func (r *retainedStore) Set(rec store.Record) error {
 	} else {
 		r.p.refund(-delta)
 	}
-	rec.Offset = 0
-	r.values[rec.Topic] = rec
+	r.putLocked(rec)
 	r.bytes += size - old
 	return nil
 }
@@ -65,23 +95,36 @@ func (r *retainedStore) Set(rec store.Record) error {
 func (r *retainedStore) Delete(topic string) (bool, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	prev, ok := r.values[topic]
+	i, ok := r.topics[topic]
 	if !ok {
 		return false, nil
 	}
-	size := store.RecordSize(&prev)
-	delete(r.values, topic)
+	size := store.RecordSize(&r.entries[i].r)
+	r.removeLocked(i)
 	r.bytes -= size
 	r.p.refund(size)
 	return true, nil
+}
+
+// removeLocked clears slot i and forgets its topic. r.mu held.
+func (r *retainedStore) removeLocked(i int) {
+	delete(r.topics, r.entries[i].r.Topic)
+	r.entries[i] = retainedEntry{gone: true}
+	r.gone++
+	r.compact()
 }
 
 // Get implements store.Retained.
 func (r *retainedStore) Get(topic string) (store.Record, bool, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	rec, ok := r.values[topic]
-	return rec, ok, nil
+	i, ok := r.topics[topic]
+	if !ok {
+		return store.Record{}, false, nil
+	}
+	rec := r.entries[i].r
+	rec.Offset = 0 // the order number is the store's own
+	return rec, true, nil
 }
 
 // Range implements store.Retained: values are copied out under the lock and
@@ -98,9 +141,12 @@ func (r *retainedStore) Range(match func(string) bool, fn func(store.Record) boo
 // list is the matching values in topic order.
 func (r *retainedStore) list(match func(string) bool) []store.Record {
 	r.mu.Lock()
-	out := make([]store.Record, 0, len(r.values))
-	for t, rec := range r.values {
-		if match == nil || match(t) {
+	out := make([]store.Record, 0, len(r.topics))
+	for i := range r.entries {
+		e := &r.entries[i]
+		if !e.gone && (match == nil || match(e.r.Topic)) {
+			rec := e.r
+			rec.Offset = 0
 			out = append(out, rec)
 		}
 	}
@@ -109,8 +155,49 @@ func (r *retainedStore) list(match func(string) bool) []store.Record {
 	return out
 }
 
+// Page implements store.Retained: a binary search for since and a walk, at
+// most pageScan slots looked at under the lock, so a sparse filter over a
+// large store holds the lock no longer than a page's worth of matching.
+func (r *retainedStore) Page(since uint64, match func(string) bool, max int, dst []store.Record) ([]store.Record, uint64, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := dst[:0]
+	// Gone slots carry no order number: a search lands on the first live
+	// slot at or after since by skipping them forward.
+	start := sort.Search(len(r.entries), func(i int) bool {
+		j := i
+		for j < len(r.entries) && r.entries[j].gone {
+			j++
+		}
+		return j == len(r.entries) || r.entries[j].r.Offset >= since
+	})
+	next := since
+	scanned := 0
+	for i := start; i < len(r.entries) && len(out) < max && scanned < pageScan; i++ {
+		e := &r.entries[i]
+		if e.gone {
+			continue
+		}
+		scanned++
+		next = e.r.Offset + 1
+		if match == nil || match(e.r.Topic) {
+			out = append(out, e.r)
+		}
+	}
+	if len(out) < max && scanned < pageScan {
+		next = r.next // nothing more set yet
+	}
+	return out, next, nil
+}
+
+// pageScan is how many values one Page call looks at.
+const pageScan = 4096
+
+// Next implements store.Retained.
+func (r *retainedStore) Next() uint64 { r.mu.Lock(); defer r.mu.Unlock(); return r.next }
+
 // Count implements store.Retained.
-func (r *retainedStore) Count() int { r.mu.Lock(); defer r.mu.Unlock(); return len(r.values) }
+func (r *retainedStore) Count() int { r.mu.Lock(); defer r.mu.Unlock(); return len(r.topics) }
 
 // Bytes implements store.Retained.
 func (r *retainedStore) Bytes() int64 { r.mu.Lock(); defer r.mu.Unlock(); return r.bytes }
@@ -119,13 +206,17 @@ func (r *retainedStore) Bytes() int64 { r.mu.Lock(); defer r.mu.Unlock(); return
 func (r *retainedStore) Trim(before time.Time) (int, error) {
 	r.mu.Lock()
 	removed, freed := 0, int64(0)
-	for t, rec := range r.values {
-		if !rec.Time.IsZero() && rec.Time.Before(before) {
-			freed += store.RecordSize(&rec)
-			delete(r.values, t)
+	for i := range r.entries {
+		e := &r.entries[i]
+		if !e.gone && !e.r.Time.IsZero() && e.r.Time.Before(before) {
+			freed += store.RecordSize(&e.r)
+			delete(r.topics, e.r.Topic)
+			*e = retainedEntry{gone: true}
+			r.gone++
 			removed++
 		}
 	}
+	r.compact()
 	r.bytes -= freed
 	r.p.refund(freed)
 	r.mu.Unlock()
@@ -140,6 +231,24 @@ func (r *retainedStore) sweepAge(now time.Time) int {
 	}
 	n, _ := r.Trim(now.Add(-period))
 	return n
+}
+
+// compact removes gone slots once they are half the slice, in place (as
+// latestStore.compact). r.mu held.
+func (r *retainedStore) compact() {
+	if r.gone == 0 || r.gone < len(r.entries)/2 {
+		return
+	}
+	live := r.entries[:0]
+	for i := range r.entries {
+		if !r.entries[i].gone {
+			r.topics[r.entries[i].r.Topic] = len(live)
+			live = append(live, r.entries[i])
+		}
+	}
+	clear(r.entries[len(live):])
+	r.entries = live
+	r.gone = 0
 }
 
 var _ store.Retained = (*retainedStore)(nil)

@@ -83,6 +83,7 @@ func (s *retainedStore) Get(topic string) (store.Record, bool, error) {
 	if err != nil || !ok || v.Deleted {
 		return store.Record{}, false, err
 	}
+	v.Record.Offset = 0 // a retained value has no offset for readers
 	return v.Record, true, nil
 }
 
@@ -106,6 +107,57 @@ func (s *retainedStore) Range(match func(string) bool, fn func(store.Record) boo
 	}
 	return nil
 }
+
+// Page implements store.Retained: one read of at most pageScan rows from
+// since in offset order, the rows match refuses not decoded.
+func (s *retainedStore) Page(since uint64, match func(string) bool, limit int, dst []store.Record) ([]store.Record, uint64, error) {
+	out := dst[:0]
+	next := since
+	err := s.ch.p.readTx(func(c *conn) error {
+		out, next = out[:0], since
+		rows, err := c.latestChanges.Query(s.ch.id, int64(since), pageScan)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		var rs recordScan
+		var off, del int64
+		d := append([]any{&off, &del}, rs.dest()...)
+		n := 0
+		for rows.Next() && len(out) < limit {
+			n++
+			if err := rows.Scan(d...); err != nil {
+				return err
+			}
+			next = uint64(off) + 1
+			if del != 0 || (match != nil && !match(rs.topic)) {
+				continue
+			}
+			r, err := rs.record(uint64(off))
+			if err != nil {
+				return err
+			}
+			out = append(out, r)
+		}
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		if n < pageScan && len(out) < limit {
+			next = max(next, s.ch.Next()) // every row is read: nothing more set yet
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, since, s.ch.p.mapErr("reading a page of retained values", err)
+	}
+	return out, next, nil
+}
+
+// pageScan is how many rows one Page call reads.
+const pageScan = 4096
+
+// Next implements store.Retained.
+func (s *retainedStore) Next() uint64 { return s.ch.Next() }
 
 // Count implements store.Retained.
 func (s *retainedStore) Count() int { return int(s.ch.live.Load()) }

@@ -68,6 +68,7 @@ func Run(t *testing.T, open Opener) {
 	t.Run("QueueMaxBytesIsBackpressure", s.queueFull)
 	t.Run("HeldPublishReleasedAtNextInOneOperation", s.held)
 	t.Run("RetainedStore", s.retained)
+	t.Run("RetainedPagesInTheOrderValuesWereSet", s.retainedPages)
 	t.Run("SessionsWindowCursorAndEnd", s.sessions)
 	t.Run("SessionsSurviveRestart", s.sessionsRestart)
 	t.Run("SubscriptionsAreStoredOneFilterAtATime", s.subscriptions)
@@ -1260,6 +1261,72 @@ func (s *script) retained(t *testing.T) {
 	}
 	if n, _ := r.Trim(Epoch.Add(1500 * time.Millisecond)); n != 1 || r.Count() != 1 {
 		t.Fatalf("retained trim removed %d count %d, want 1 1", n, r.Count())
+	}
+}
+
+// retainedPages: a pass reads the retained store a page at a time from
+// where the last page ended; a value set again moves past the pass's bound
+// (it reaches a subscriber live), a deleted one is gone from every page, and
+// a filter matching few values still ends.
+func (s *script) retainedPages(t *testing.T) {
+	p := s.mustOpen(t, Config{Dir: t.TempDir()})
+	defer mustClose(t, p)
+	r, err := p.Retained(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 5000
+	for i := 1; i <= n; i++ {
+		if err := r.Set(rec(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	upto := r.Next()
+	if err := r.Set(rec(7)); err != nil { // set again: now past upto
+		t.Fatal(err)
+	}
+	if _, err := r.Delete(rec(8).Topic); err != nil {
+		t.Fatal(err)
+	}
+	read := func(match func(string) bool) map[string]bool {
+		seen := map[string]bool{}
+		var buf []store.Record
+		for since, pages := uint64(1), 0; since < upto; pages++ {
+			if pages > n {
+				t.Fatalf("no end of the pass at %d", since)
+			}
+			var page []store.Record
+			var err error
+			page, since, err = r.Page(since, match, 256, buf[:0])
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(page) > 256 {
+				t.Fatalf("a page of %d, asked 256", len(page))
+			}
+			for _, x := range page {
+				if x.Offset >= upto {
+					continue
+				}
+				if seen[x.Topic] {
+					t.Fatalf("%s twice in one pass", x.Topic)
+				}
+				seen[x.Topic] = true
+			}
+			buf = page
+		}
+		return seen
+	}
+	all := read(nil)
+	if len(all) != n-2 || all[rec(7).Topic] || all[rec(8).Topic] || !all[rec(9).Topic] {
+		t.Fatalf("a pass read %d values (7: %v, 8: %v), want %d without the one set again and the one deleted", len(all), all[rec(7).Topic], all[rec(8).Topic], n-2)
+	}
+	few := read(func(topic string) bool { return topic == rec(4999).Topic || topic == rec(2).Topic })
+	if len(few) != 2 {
+		t.Fatalf("a sparse pass read %v, want 2 values", few)
+	}
+	if got, ok, _ := r.Get(rec(9).Topic); !ok || got.Offset != 0 {
+		t.Fatalf("Get = %+v %v: the order number is the store's own, never shown", got, ok)
 	}
 }
 
