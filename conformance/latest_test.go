@@ -616,6 +616,33 @@ func TestLatestSeriesOnTheScrape(t *testing.T) {
 	}
 }
 
+// B9.2 (A13.4): a shared group over a latest channel whose member's session
+// outlives its connection holds the changes made while nobody was connected
+// - the newest of each topic - and the member gets them when it comes back,
+// without RETAIN.
+func TestLatestSharedGroupWithAKeptMemberHoldsChangesWhileAway(t *testing.T) {
+	b := latestBroker(t)
+	m := dialRaw(t, b.addr, codec.Version5)
+	m.mustConnect("member", session(300))
+	m.mustSubscribe(1, "$share/g/state/#", 1)
+	m.disconnect()
+	pub := dialRaw(t, b.addr, codec.Version5)
+	pub.mustConnect("pub", nil)
+	pub.set("state/a", "1", 1)
+	pub.set("state/a", "2", 2)
+	pub.set("state/b", "3", 3)
+	back := dialRaw(t, b.addr, codec.Version5)
+	if ack := back.mustConnect("member", session(300)); !ack.SessionPresent {
+		t.Fatal("the member's session did not survive its disconnect")
+	}
+	got := back.collectAcked(2)
+	a, bb := got["state/a"], got["state/b"]
+	if a == nil || bb == nil || string(a.Payload) != "2" || string(bb.Payload) != "3" || a.Retain || bb.Retain {
+		t.Fatalf("member back got %v, want state/a=2 and state/b=3 without RETAIN", got)
+	}
+	back.expectNothing("a superseded change")
+}
+
 // jsDelivery is one message as conformance/interop/latest.js saw it.
 type jsDelivery struct {
 	Topic       string

@@ -71,6 +71,10 @@ type Config struct {
 	// NewBuilder gives each delivery routine its own Builder; nil is
 	// broker/channel's Out.
 	NewBuilder func() Builder
+	// ShareExpiresAfter is broker.share.expires_after: how long a shared
+	// group holds a change for a member to come back (0: as long as a
+	// member's session lasts).
+	ShareExpiresAfter time.Duration
 	// Reaches counts the channels (queues aside) a subscription filter
 	// reaches: above one, deliveries carry saguin-channel (checklist E5).
 	// nil: never.
@@ -87,7 +91,12 @@ type Counters struct {
 	Expired       atomic.Uint64 // values let go unsent, past retention_period while waiting
 	PointReads    atomic.Uint64 // $saguin/kv/get answered
 	StorageError  atomic.Uint64 // a store call failed
-	SharedDropped atomic.Uint64 // a change for a shared group with no member connected
+	SharedDropped atomic.Uint64 // a change for a shared group with no member connected and nothing held (no_shared_member)
+	// SharedBacklogFull: a change a shared group held, let go at
+	// session_queue_bytes (backlog_full); SharedExpired: one held past
+	// broker.share.expires_after.
+	SharedBacklogFull atomic.Uint64
+	SharedExpired     atomic.Uint64
 }
 
 // Engine serves one latest channel (engine.Engine).

@@ -500,3 +500,65 @@ func TestADeletionNeedsTheDeleteVerb(t *testing.T) {
 		t.Fatal("a refused deletion removed the value")
 	}
 }
+
+// B9.2 (A13.4): a group whose member's session outlives its connection holds
+// the changes made while no member is connected - the newest of each topic,
+// the older counted superseded - and its member gets them on its return,
+// without RETAIN; a group of sessions that end with their connections holds
+// nothing (dropped, counted).
+func TestASharedGroupWithAKeptMemberHoldsTheNewestChangePerTopicWhileAway(t *testing.T) {
+	g := newRig(t, nil)
+	share := engine.Filter{Filter: "$share/g/state/#", Inner: "state/#", Share: "g", Options: qos1, New: true}
+	kept := testSession{id: "m", kept: true}
+	g.connect("m")
+	g.e.Subscribe(kept, share)
+	g.e.Detach(kept)
+	g.publish("state/a", "1", false)
+	g.publish("state/a", "2", false)
+	g.publish("state/b", "3", false)
+	if n := g.e.Counters().SharedDropped.Load(); n != 0 {
+		t.Fatalf("%d changes dropped with a kept member away, want them held", n)
+	}
+	back := &testClient{id: "m", version: 5, window: 10}
+	g.e.Resume(kept, back, nil)
+	got := byTopic(waitCount(t, back, 2))
+	if got[0].topic != "state/a" || got[0].payload != "2" || got[1].topic != "state/b" || got[0].retain || got[1].retain {
+		t.Fatalf("back = %+v, want state/a=2 and state/b=3 without RETAIN", got)
+	}
+	g.settled("m")
+	if n := back.count(); n != 0 {
+		t.Fatalf("%d more deliveries, want the two held changes only", n)
+	}
+
+	clean := testSession{id: "c"}
+	g.connect("c")
+	other := share
+	other.Filter, other.Share = "$share/h/state/#", "h"
+	g.e.Subscribe(clean, other)
+	g.e.Detach(clean)
+	before := g.e.Counters().SharedDropped.Load()
+	g.publish("state/c", "4", false)
+	if g.e.Counters().SharedDropped.Load() != before+1 {
+		t.Fatal("a change for a group of clean sessions, all away, was not dropped and counted")
+	}
+}
+
+// A13.4 with broker.share.expires_after: a held change older than it is let
+// go at the member's return, counted.
+func TestASharedGroupLetsGoAChangeHeldPastShareExpiresAfter(t *testing.T) {
+	g := newRig(t, func(c *Config) { c.ShareExpiresAfter = time.Minute })
+	kept := testSession{id: "m", kept: true}
+	g.connect("m")
+	g.e.Subscribe(kept, engine.Filter{Filter: "$share/g/state/#", Inner: "state/#", Share: "g", Options: qos1, New: true})
+	g.e.Detach(kept)
+	g.publish("state/a", "old", false)
+	g.clk.Advance(2 * time.Minute)
+	g.publish("state/b", "fresh", false)
+	back := &testClient{id: "m", version: 5, window: 10}
+	g.e.Resume(kept, back, nil)
+	got := waitCount(t, back, 1)
+	g.settled("m")
+	if back.count() != 0 || got[0].topic != "state/b" || g.e.Counters().SharedExpired.Load() != 1 {
+		t.Fatalf("back = %+v (expired %d), want state/b alone and state/a let go", got, g.e.Counters().SharedExpired.Load())
+	}
+}

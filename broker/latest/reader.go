@@ -206,6 +206,9 @@ func (e *Engine) Subscribe(s engine.Session, f engine.Filter) (codec.ReasonCode,
 			e.groups[f.Filter] = g
 		}
 		g.join(r, f.Options, accept)
+		if !r.away {
+			g.drain() // held for a member that left the group before this one came
+		}
 		return codec.Success, ""
 	}
 	r.mu.Lock()
@@ -268,7 +271,19 @@ func (e *Engine) Resume(s engine.Session, c delivery.Client, carried []delivery.
 		return
 	}
 	r.mu.Lock()
-	defer r.mu.Unlock()
+	r.resumeLocked(c, carried)
+	r.mu.Unlock()
+	// What its groups held while nobody was there may go to it now.
+	for _, g := range e.groups {
+		if g.has(r) {
+			g.drain()
+		}
+	}
+}
+
+// resumeLocked is Resume's part under r.mu.
+func (r *reader) resumeLocked(c delivery.Client, carried []delivery.Unfinished) {
+	e := r.e
 	r.era++
 	r.away, r.c = false, c
 	clear(r.inflight)

@@ -62,6 +62,7 @@ func plugLatest(cfg *config.Config, st *storage, b *broker.Broker, log *slog.Log
 			Name: ch.Name, Filters: ch.Filters, Store: ls.st,
 			RetentionPeriod: ch.RetentionPeriod, DeletionRetentionPeriod: ch.DeletionRetentionPeriod,
 			SessionQueueBytes: cfg.Broker.Limits.SessionQueueBytes, Disk: ls.onDisk, Reaches: reach,
+			ShareExpiresAfter: cfg.Broker.Share.ExpiresAfter,
 		}, b.Host(ch.Name))
 		if err != nil {
 			return err
