@@ -30,9 +30,12 @@ type Profile struct {
 	FaninWindow int
 	// ReplayRecords is how many records the replay scenario's durable
 	// consumer comes back to.
-	ReplayRecords      int
-	DrainTimeout       time.Duration // how long stragglers may take to arrive once publishing stops
-	ConnectConcurrency int           // dials in flight at once in the conns scenario
+	ReplayRecords int
+	// StormValues and StormSubscribers size the retained storm: that many
+	// subscribers at once to a filter over that many retained values.
+	StormValues, StormSubscribers int
+	DrainTimeout                  time.Duration // how long stragglers may take to arrive once publishing stops
+	ConnectConcurrency            int           // dials in flight at once in the conns scenario
 }
 
 // Profiles are the three the harness ships: smoke proves the harness works
@@ -43,19 +46,19 @@ var Profiles = map[string]Profile{
 		Name: "smoke", Warmup: 200 * time.Millisecond, Window: 500 * time.Millisecond, Repetitions: 1,
 		PubQ1Conns: []int{1, 8}, FanoutSubscribers: []int{100}, FanoutDeliveries: 20000,
 		LatencyRate: 1000, IdleConns: []int{1000}, SlowRate: 1000, SlowPayload: 1024, SlowFill: 500 * time.Millisecond,
-		FaninPublishers: 8, FaninPayload: 128, FaninWindow: 2048, ReplayRecords: 20000, DrainTimeout: 5 * time.Second, ConnectConcurrency: 32,
+		FaninPublishers: 8, FaninPayload: 128, FaninWindow: 2048, ReplayRecords: 20000, StormValues: 5000, StormSubscribers: 4, DrainTimeout: 5 * time.Second, ConnectConcurrency: 32,
 	},
 	"short": {
 		Name: "short", Warmup: 500 * time.Millisecond, Window: 1500 * time.Millisecond, Repetitions: 3,
 		PubQ1Conns: []int{1, 8, 32, 256}, FanoutSubscribers: []int{100, 1000}, FanoutDeliveries: 50000,
 		LatencyRate: 1000, IdleConns: []int{1000, 10000}, SlowRate: 1000, SlowPayload: 1024, SlowFill: 2 * time.Second,
-		FaninPublishers: 8, FaninPayload: 128, FaninWindow: 2048, ReplayRecords: 200000, DrainTimeout: 10 * time.Second, ConnectConcurrency: 32,
+		FaninPublishers: 8, FaninPayload: 128, FaninWindow: 2048, ReplayRecords: 200000, StormValues: 100000, StormSubscribers: 20, DrainTimeout: 10 * time.Second, ConnectConcurrency: 32,
 	},
 	"full": {
 		Name: "full", Warmup: 3 * time.Second, Window: 10 * time.Second, Repetitions: 5,
 		PubQ1Conns: []int{1, 8, 32, 256}, FanoutSubscribers: []int{100, 1000}, FanoutDeliveries: 100000,
 		LatencyRate: 1000, IdleConns: []int{1000, 10000, 100000}, SlowRate: 1000, SlowPayload: 1024, SlowFill: 6 * time.Second,
-		FaninPublishers: 8, FaninPayload: 128, FaninWindow: 2048, ReplayRecords: 1000000, DrainTimeout: 20 * time.Second, ConnectConcurrency: 32,
+		FaninPublishers: 8, FaninPayload: 128, FaninWindow: 2048, ReplayRecords: 1000000, StormValues: 100000, StormSubscribers: 20, DrainTimeout: 20 * time.Second, ConnectConcurrency: 32,
 	},
 }
 
@@ -88,6 +91,7 @@ func Cases(p Profile) []Case {
 		cs = append(cs, latestSet(n))
 	}
 	cs = append(cs, catchUp(10000))
+	cs = append(cs, retainedStorm(p.StormValues, p.StormSubscribers))
 	for _, n := range []int{1, 8} {
 		cs = append(cs, queueJobs(n))
 	}

@@ -145,7 +145,8 @@ var tiny = Profile{
 	Name: "tiny", Warmup: 50 * time.Millisecond, Window: 150 * time.Millisecond, Repetitions: 1,
 	PubQ1Conns: []int{2}, FanoutSubscribers: []int{10}, FanoutDeliveries: 5000, LatencyRate: 1000,
 	IdleConns: []int{50}, SlowRate: 500, SlowPayload: 1024, SlowFill: 100 * time.Millisecond,
-	FaninPublishers: 2, FaninPayload: 128, FaninWindow: 1024, ReplayRecords: 2000, DrainTimeout: 5 * time.Second, ConnectConcurrency: 8,
+	FaninPublishers: 2, FaninPayload: 128, FaninWindow: 1024, ReplayRecords: 2000, StormValues: 1000, StormSubscribers: 2,
+	DrainTimeout: 5 * time.Second, ConnectConcurrency: 8,
 }
 
 func TestEveryScenarioProducesItsFiguresAgainstMosquitto(t *testing.T) {

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/saguin-edge/saguin/broker/clock"
+	"github.com/saguin-edge/saguin/broker/engine"
 	"github.com/saguin-edge/saguin/codec"
 	"github.com/saguin-edge/saguin/netloop/delivery"
 	"github.com/saguin-edge/saguin/store"
@@ -95,6 +96,82 @@ func BenchmarkLatestCatchUp(b *testing.B) {
 				}
 				e.End(testSession{id: id})
 			}
+		})
+	}
+}
+
+// BenchmarkLatestPointRead is a point read's engine part: one topic's
+// current value out of 10,000 (the broker's front judges the request and
+// writes the reply around it).
+func BenchmarkLatestPointRead(b *testing.B) {
+	for _, kind := range []string{"memory", "sqlite"} {
+		b.Run(kind, func(b *testing.B) {
+			e, _ := benchEngine(b, kind)
+			topics := make([]string, 10000)
+			for i := range topics {
+				topics[i] = "state/dev-" + strconv.Itoa(i)
+				e.Publish("pub", &codec.Publish{QoS: 1, Topic: []byte(topics[i]), Payload: []byte("21.5")})
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				if _, ok, err := e.Get(topics[i%len(topics)]); !ok || err != nil {
+					b.Fatal(ok, err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkLatestResumeAfter10000Changes is issue 12's resumed session: a
+// kept QoS 1 subscriber away while 10,000 changes are made to 100 topics,
+// then resumed - it is sent the 100 current values only (values/op), and the
+// figure is the time from Resume to the last of them handed over.
+func BenchmarkLatestResumeAfter10000Changes(b *testing.B) {
+	for _, kind := range []string{"memory", "sqlite"} {
+		b.Run(kind, func(b *testing.B) {
+			e, h := benchEngine(b, kind)
+			p := codec.Publish{QoS: 1, Payload: []byte("21.5")}
+			topics := make([][]byte, 100)
+			for i := range topics {
+				topics[i] = []byte("state/dev-" + strconv.Itoa(i))
+				p.Topic = topics[i]
+				e.Publish("pub", &p)
+			}
+			s := testSession{id: "c", kept: true}
+			first := &testClient{id: "c", version: 5, window: 1 << 30}
+			h.mu.Lock()
+			h.clients["c"] = first
+			h.mu.Unlock()
+			e.Subscribe(s, filterOf("state/#", delivery.SubscribeOptions{QoS: 1}, true, nil))
+			for first.count() < len(topics) {
+				runtime.Gosched()
+			}
+			var sent int
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				b.StopTimer()
+				e.Detach(s)
+				for k := 0; k < 10000; k++ {
+					p.Topic = topics[k%len(topics)]
+					e.Publish("pub", &p)
+				}
+				c := &testClient{id: "c", version: 5, window: 1 << 30}
+				b.StartTimer()
+				e.Resume(s, c, nil)
+				for c.count() < len(topics) {
+					runtime.Gosched()
+				}
+				b.StopTimer()
+				sent += c.count()
+				// Acknowledged, so the next round's mark is past them all.
+				for _, g := range c.take() {
+					e.Ack(s, delivery.Ref{Kind: delivery.KindLatest, N: g.offset, Name: "state"}, engine.AckFinished, 0)
+				}
+				b.StartTimer()
+			}
+			b.ReportMetric(float64(sent)/float64(b.N), "values/op")
 		})
 	}
 }
