@@ -35,7 +35,7 @@ func TestQueueMQTTjsWorkerReturnsThenAcksOnTheResponseTopic(t *testing.T) {
 		Granted []int
 		Offers  []struct {
 			Topic, Payload, Attempt, ResponseTopic, CorrelationData, Answer string
-			QoS, PubackReason                                             int
+			QoS, PubackReason                                               int
 		}
 	}
 	if jerr := json.Unmarshal(out, &res); jerr != nil || err != nil || res.Error != "" {
