@@ -32,7 +32,7 @@ func (b *Broker) Waits(c delivery.Client, call delivery.Call, p *codec.Publish, 
 		return sessions || retained
 	case delivery.CallDisconnect:
 		for _, e := range b.routes.engines() {
-			if l, ok := e.(engine.Leaver); ok && l.LeavingWaits() {
+			if l, ok := e.(engine.Leaver); ok && l.LeavingWaits(c.ClientID()) {
 				return true
 			}
 		}

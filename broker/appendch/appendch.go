@@ -486,8 +486,22 @@ func (e *Engine) Leaving(clientID string) {
 	}
 }
 
-// LeavingWaits implements engine.Leaver: a disk provider's write waits.
-func (e *Engine) LeavingWaits() bool { return e.o.OnDisk }
+// LeavingWaits implements engine.Leaver: Leaving writes, and a disk
+// provider's write waits, only for a kept consumer whose position moved.
+func (e *Engine) LeavingWaits(clientID string) bool {
+	if !e.o.OnDisk {
+		return false
+	}
+	e.mu.Lock()
+	c := e.consumers[clientID]
+	e.mu.Unlock()
+	if c == nil {
+		return false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.kept && c.dirty && !c.ended
+}
 
 // Passed implements engine.FloorGuard: clientID's durable position here is
 // below the floor (retention removed records it had not acknowledged).

@@ -171,9 +171,11 @@ type Leaver interface {
 	// the store has it, or has refused it (logged; the engine's writer
 	// retries). No broker lock is held; it may wait on a disk commit.
 	Leaving(clientID string)
-	// LeavingWaits reports whether Leaving waits on a disk commit, so the
-	// DISCONNECT is handled off the connection's loop. Cheap, never blocks.
-	LeavingWaits() bool
+	// LeavingWaits reports whether Leaving for clientID will wait on a disk
+	// commit - it has a moved position to store on a provider that commits
+	// to disk - so the DISCONNECT is handled off the connection's loop; a
+	// publisher's DISCONNECT stays on it. Cheap, never blocks.
+	LeavingWaits(clientID string) bool
 }
 
 // KeepsPositions is implemented by every Session the broker lends. It is
