@@ -136,3 +136,35 @@ func TestResumeBelowTheFloorKeepsPositionsRetentionDidNotPass(t *testing.T) {
 		t.Fatalf("on the channel retention did not pass: %v, want kept-away alone (resumed at its position)", got)
 	}
 }
+
+// A5.5: a Will waiting out its delay on a session whose position retention
+// passed is published as that session ends at the CONNECT - not cancelled
+// as a resume would cancel it.
+func TestResumeBelowTheFloorPublishesTheWaitingWill(t *testing.T) {
+	b := startAppend(t, t.TempDir(), memoryStorage, "", "retention_bytes: 600")
+	watch := dialRaw(t, b.addr, codec.Version5)
+	watch.mustConnect("watcher", freshSession(300))
+	watch.mustSubscribe(1, "wills/#", 1)
+	pub := dialRaw(t, b.addr, codec.Version5)
+	pub.mustConnect("pub", nil)
+	sub := dialRaw(t, b.addr, codec.Version5)
+	sub.mustConnect("durable", both(freshSession(300), will("wills/durable", "gone", 1, false, 600)))
+	sub.mustSubscribe(1, "ev/w", 1)
+	pub.publishQoS1("ev/w", []byte("m1"), 1)
+	sub.readUntil("m1")
+	reply, _ := watch.seekAs("events", "-1", "watch/next", 2)
+	next, _ := strconv.ParseUint(string(reply.Payload), 10, 64)
+	sub.drop() // the link lost: the Will waits out its 600 s delay
+	for i := 0; i < 12; i++ {
+		pub.publishQoS1("ev/w", []byte(fmt.Sprintf("away-%02d-%s", i, strings.Repeat("x", 100))), uint16(10+i))
+	}
+	waitFloorAbove(t, watch, "events", next)
+	sub = dialRaw(t, b.addr, codec.Version5)
+	if ack := sub.mustConnect("durable", session(300)); ack.SessionPresent {
+		t.Fatal("Session Present 1 for a session whose position retention passed")
+	}
+	w := watch.expectPublishWithin(waitLong)
+	if string(w.Topic) != "wills/durable" || string(w.Payload) != "gone" {
+		t.Fatalf("watcher got %s %q, want the ended session's Will", w.Topic, w.Payload)
+	}
+}
