@@ -859,11 +859,9 @@ func TestAppendMQTTjsDurableConsumerResumesAndSeeks(t *testing.T) {
 	b := startAppend(t, t.TempDir(), memoryStorage, "", "")
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, node, "append.js", b.addr, "ev/js", "events")
-	cmd.Dir = dir
-	out, err := cmd.Output()
+	out, err := runNode(ctx, node, dir, "append.js", b.addr, "ev/js", "events")
 	if err != nil {
-		t.Fatalf("node append.js: %v\n%s", err, out)
+		t.Fatalf("%v\n%s", err, out)
 	}
 	var res struct {
 		Error          string

@@ -661,11 +661,9 @@ func TestLatestMQTTjsReadsStateDeletionAndPointRead(t *testing.T) {
 	b := startBroker(t, brokerConfig{Channels: "js:\n  type: latest\n  filter: js/#"})
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, node, "latest.js", b.addr, "js/site1")
-	cmd.Dir = dir
-	out, err := cmd.Output()
+	out, err := runNode(ctx, node, dir, "latest.js", b.addr, "js/site1")
 	if err != nil {
-		t.Fatalf("node latest.js: %v\n%s", err, out)
+		t.Fatalf("%v\n%s", err, out)
 	}
 	var res struct {
 		Error     string

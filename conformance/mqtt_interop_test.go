@@ -265,11 +265,9 @@ func TestMqttMQTTjsInteroperates(t *testing.T) {
 		t.Skipf("npm ci failed (no registry?): MQTT.js interoperability not checked: %v\n%s", err, out)
 	}
 	addr := mqttTarget(t)
-	run := exec.CommandContext(ctx, node, "interop.js", addr, uniq(t))
-	run.Dir = dir
-	out, err := run.Output()
+	out, err := runNode(ctx, node, dir, "interop.js", addr, uniq(t))
 	if err != nil {
-		t.Fatalf("node interop.js: %v\n%s", err, out)
+		t.Fatalf("%v\n%s", err, out)
 	}
 	var res map[string]struct {
 		Error    string

@@ -3,7 +3,6 @@ package conformance
 import (
 	"context"
 	"encoding/json"
-	"os/exec"
 	"regexp"
 	"testing"
 	"time"
@@ -27,9 +26,7 @@ func TestQueueMQTTjsWorkerReturnsThenAcksOnTheResponseTopic(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	run := exec.CommandContext(ctx, node, "queue-worker.js", b.addr, "js-worker", "jobs")
-	run.Dir = dir
-	out, err := run.Output()
+	out, err := runNode(ctx, node, dir, "queue-worker.js", b.addr, "js-worker", "jobs")
 	var res struct {
 		Error   string
 		Granted []int

@@ -1,6 +1,7 @@
 package conformance
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
 	"encoding/json"
@@ -216,6 +217,21 @@ var mqttJSOnce struct {
 // mqttJS is a directory holding MQTT.js and the interop scripts (ws.js,
 // page.html, queue-worker.js, latest.js): the one
 // scripts/install-test-deps.sh filled, else a copy npm ci fills once.
+// runNode runs one of interop/'s scripts with node in dir and returns what it
+// printed; a failure carries the script's stderr, where an uncaught
+// exception's trace goes.
+func runNode(ctx context.Context, node, dir, script string, args ...string) ([]byte, error) {
+	cmd := exec.CommandContext(ctx, node, append([]string{script}, args...)...)
+	cmd.Dir = dir
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return out, fmt.Errorf("node %s %v: %w\nstderr:\n%s", script, args, err, stderr.Bytes())
+	}
+	return out, nil
+}
+
 func mqttJS(t *testing.T) (node, dir string) {
 	t.Helper()
 	node = needBinary(t, "node")
@@ -251,8 +267,17 @@ func mqttJS(t *testing.T) (node, dir string) {
 	if mqttJSOnce.err != nil {
 		t.Skipf("MQTT.js could not be installed (no registry?): not checked: %v", mqttJSOnce.err)
 	}
-	for _, f := range []string{"ws.js", "page.html", "queue-worker.js", "latest.js"} {
-		b, err := os.ReadFile(filepath.Join("interop", f))
+	// Every script and page, so a new one needs no entry here.
+	scripts, err := filepath.Glob("interop/*.[jh]*")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, path := range scripts {
+		f := filepath.Base(path)
+		if strings.HasPrefix(f, "package") {
+			continue
+		}
+		b, err := os.ReadFile(path)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -274,11 +299,9 @@ func runWSJS(t *testing.T, node, dir string, args ...string) wsResult {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, node, append([]string{"ws.js"}, args...)...)
-	cmd.Dir = dir
-	out, err := cmd.Output()
+	out, err := runNode(ctx, node, dir, "ws.js", args...)
 	if err != nil {
-		t.Fatalf("node ws.js %v: %v\n%s", args, err, out)
+		t.Fatalf("%v\n%s", err, out)
 	}
 	var r wsResult
 	if err := json.Unmarshal(out, &r); err != nil {
