@@ -371,3 +371,36 @@ func BenchmarkReplay(b *testing.B) {
 		cl.ack(e, s, <-cl.got)
 	}
 }
+
+// BenchmarkFanout is one append channel read live by 100 consumers with a
+// window of 1,000 each, acknowledging what they receive: an op is one record
+// published and delivered to every consumer.
+func BenchmarkFanout(b *testing.B) {
+	const consumers = 100
+	p, _ := memory.Open(store.MemoryOptions{Name: "m"})
+	log, _ := p.Append("events", store.ChannelOptions{})
+	e := New(Options{Name: "events", Filters: []string{"ev/#"}, Log: log, Host: host{clock.Real}})
+	if err := e.Restore(); err != nil {
+		b.Fatal(err)
+	}
+	defer e.Close()
+	var wg sync.WaitGroup
+	for i := range consumers {
+		var s engine.Session = session{id: "c" + strconv.Itoa(i)} // boxed once, not per acknowledgement
+		cl := newClient(s.ClientID(), 1000)
+		e.Resume(s, cl, nil)
+		e.Subscribe(s, plainSub(1))
+		wg.Go(func() {
+			for range b.N {
+				cl.ack(e, s, <-cl.got)
+			}
+		})
+	}
+	pub := &codec.Publish{QoS: 1, Topic: []byte("ev/device-1/reading"), Payload: make([]byte, 128)}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		e.Publish("pub", pub)
+	}
+	wg.Wait()
+}
