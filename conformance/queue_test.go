@@ -433,21 +433,25 @@ func TestQueueFormWithSaguinFilterIs0x83ForThatFilterAlone(t *testing.T) {
 }
 
 // TestQueueSessionHoldingAFilterTheNewQueueRefusesIsEndedAtStart (checklist
-// C2.22): a kept session subscribed to work/+/inspect while it was
-// broadcast, the broker restarted with a queue claiming that filter: the
-// session is ended at the start and counted subscription_refused, its client
-// comes back to Session Present 0; a session whose filter the queue does
-// not refuse is restored.
+// C2.22): kept sessions subscribed while work/+/inspect was broadcast and
+// old was a queue; the broker restarted with a queue claiming work/+/inspect
+// and no queue old. The session holding the filter inside the new queue and
+// the one holding old's form are ended at the start and counted
+// subscription_refused, their clients come back to Session Present 0; a
+// session whose filter merely crosses the queue is restored.
 func TestQueueSessionHoldingAFilterTheNewQueueRefusesIsEndedAtStart(t *testing.T) {
 	dir := t.TempDir()
 	base := saguinYAML(sqliteStorage, "operations:\n  listen:\n    tcp:\n      address: 127.0.0.1:0")
-	b := startSaguin(t, dir, base)
+	b := startSaguin(t, dir, base+"channels:\n  old:\n    type: queue\n    filter: old/#\n")
 	inside, crossing := awaySubscriber(t, b.addr, "work/+/inspect"), awaySubscriber(t, b.addr, "work/#")
+	worker := awaySubscriber(t, b.addr, "$saguin/queue/old")
 	b.stop()
 
 	b = startSaguin(t, dir, base+"channels:\n  jobs:\n    type: queue\n    filter: work/+/inspect\n")
-	if b.log.wait(regexp.MustCompile(`session ended at the start: it holds a subscription the channels now refuse.*client_id=`+inside+`.*filter=work/\+/inspect code="Topic Filter invalid"`), 5*time.Second) == "" {
-		t.Fatal("no warning for the session holding a filter inside the queue")
+	for _, w := range []struct{ id, filter string }{{inside, `work/\+/inspect`}, {worker, `\$saguin/queue/old`}} {
+		if b.log.wait(regexp.MustCompile(`session ended at the start: it holds a subscription the channels now refuse.*client_id=`+w.id+`.*filter=`+w.filter+` code="Topic Filter invalid"`), 5*time.Second) == "" {
+			t.Errorf("no warning for the session holding %s", w.filter)
+		}
 	}
 	ob := &opsBroker{brokerProc: b}
 	if m := opsOpenRE.FindStringSubmatch(b.log.wait(opsOpenRE, 5*time.Second)); m != nil {
@@ -455,14 +459,16 @@ func TestQueueSessionHoldingAFilterTheNewQueueRefusesIsEndedAtStart(t *testing.T
 	}
 	_, body := ob.get(t, "GET", "/metrics")
 	fams := parseScrape(t, body)
-	if v, ok := value(fams["saguin_sessions_dropped_total"], "cause", "subscription_refused"); !ok || v != 1 {
-		t.Errorf("saguin_sessions_dropped_total{cause=subscription_refused} = %v (present %v), want 1", v, ok)
+	if v, ok := value(fams["saguin_sessions_dropped_total"], "cause", "subscription_refused"); !ok || v != 2 {
+		t.Errorf("saguin_sessions_dropped_total{cause=subscription_refused} = %v (present %v), want 2", v, ok)
 	}
 	if v, ok := value(fams["saguin_sessions_restored_total"]); !ok || v != 1 {
 		t.Errorf("saguin_sessions_restored_total = %v (present %v), want 1: the crossing session alone", v, ok)
 	}
-	if ack := dialRaw(t, b.addr, codec.Version5).mustConnect(inside, session(300)); ack.SessionPresent {
-		t.Error("Session Present 1 for the session ended at the start")
+	for _, id := range []string{inside, worker} {
+		if ack := dialRaw(t, b.addr, codec.Version5).mustConnect(id, session(300)); ack.SessionPresent {
+			t.Errorf("Session Present 1 for %s, ended at the start", id)
+		}
 	}
 	if ack := dialRaw(t, b.addr, codec.Version5).mustConnect(crossing, session(300)); !ack.SessionPresent {
 		t.Error("Session Present 0 for a session whose filter merely crosses the queue")
