@@ -24,6 +24,12 @@ import (
 // retainedPage is how many values a pass reads from the store at once.
 const retainedPage = 256
 
+// retainedInFlight bounds a pass's unacknowledged bytes below half of
+// session_queue_bytes: what a pass keeps ahead of the socket is what the
+// connection's loop writes in one batch, so keeping it short keeps other
+// clients' packets from waiting behind a storm of wide subscriptions.
+const retainedInFlight = 64 << 10
+
 // retainedPoll is how soon a pass whose connection had no room looks again
 // when nothing wakes it sooner (an acknowledgement from the session does).
 const retainedPoll = 5 * time.Millisecond
@@ -51,8 +57,9 @@ type retainedSender struct {
 
 	// inflight is the bytes of the pass's QoS 1 and 2 deliveries from
 	// memory not yet acknowledged: at most half of session_queue_bytes, as
-	// a latest reader's, so a client with a wide Receive Maximum holds the
-	// pass's memory to that, not to 65,535 messages.
+	// a latest reader's, and at most retainedInFlight, so a client with a
+	// wide Receive Maximum holds the pass's memory to that, not to 65,535
+	// messages.
 	inflight atomic.Int64
 
 	mu      sync.Mutex
@@ -209,7 +216,7 @@ func (rs *retainedSender) send(p *retainedPass, r *store.Record) bool {
 	}
 	size := int64(m.Bytes())
 	if d.QoS > 0 {
-		if held := rs.inflight.Load(); held > 0 && held+size > b.opts.SessionQueueBytes/2 {
+		if held := rs.inflight.Load(); held > 0 && held+size > min(b.opts.SessionQueueBytes/2, retainedInFlight) {
 			return false
 		}
 		// Reported back so that its acknowledgement gives the room back
