@@ -13,6 +13,9 @@ import (
 const (
 	overflowWait  = 50 * time.Millisecond
 	overflowClose = 100 * time.Millisecond
+	// busyReadGrace is the least time the Server busy answer gives a
+	// socket's waiting bytes to be read (see overflow).
+	busyReadGrace = 10 * time.Millisecond
 	// overflowBudgetCap: the budget is min(max_connections, 32) places.
 	overflowBudgetCap = 32
 )

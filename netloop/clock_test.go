@@ -271,3 +271,25 @@ func TestIdleConnectionsArmNoTimer(t *testing.T) {
 		c.ping("an idle connection after connect_timeout")
 	}
 }
+
+// A socket in the overflow budget whose CONNECT arrived in time is answered
+// Server busy even when the broker comes to it after the 100 ms limit (a
+// busy machine): the bytes waiting in the socket are read, not refused by a
+// deadline already past and reset by a close with them unread.
+func TestOverflowCONNECTReadInTimeIsAnsweredBusyWhenTheBrokerIsLate(t *testing.T) {
+	s, clk := fakeServer(t, netloop.Options{MaxConnections: 1})
+	dial(t, s, codec.Version5).connect("holder", nil)
+	armed := clk.Armed()
+	late := dial(t, s, codec.Version5)
+	late.send((&codec.Connect{Version: codec.Version5, CleanStart: true, KeepAlive: 60, ClientID: []byte("late")}).Append(nil, codec.Version5))
+	clk.WaitArmed(armed + 1) // the overflow wait for a slot
+	clk.Advance(200 * time.Millisecond)
+	h, body, err := late.next(5 * time.Second)
+	if err != nil || h.Type != codec.TypeConnack {
+		t.Fatalf("want CONNACK Server busy, got %s %v", h.Type, err)
+	}
+	var ack codec.Connack
+	if err := ack.Decode(h, body, codec.Version5); err != nil || ack.ReasonCode != codec.ServerBusy {
+		t.Fatalf("CONNACK 0x%02x (%v), want 0x89", byte(ack.ReasonCode), err)
+	}
+}

@@ -208,8 +208,12 @@ func (s *Server) overflow(l *listener, nc net.Conn, w *waiter, arrivedAt time.Ti
 	default:
 		s.counters.ConnectionsRefused.Add(delivery.ReasonOf(codec.ServerBusy))
 		// A socket deadline is checked against the wall clock, whatever
-		// Clock says: what is left of the limit is carried over to it.
-		answerBusy(nc, time.Now().Add(limit-s.opts.Clock.Now().Sub(arrivedAt)))
+		// Clock says: what is left of the limit is carried over to it. A
+		// broker running late still reads what the client sent in time:
+		// a deadline already past would refuse even a CONNECT waiting in
+		// the socket, and its close with those bytes unread is a reset.
+		left := max(limit-s.opts.Clock.Now().Sub(arrivedAt), busyReadGrace)
+		answerBusy(nc, time.Now().Add(left))
 	}
 	nc.Close()
 	s.adm.leave()
