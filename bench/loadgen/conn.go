@@ -13,6 +13,7 @@ package loadgen
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -78,6 +79,9 @@ type Options struct {
 	// (any port). One source address has only the kernel's ephemeral ports
 	// (about 28,000 by default) to dial one broker address with.
 	Source net.IP
+	// TLS, when set, runs a TLS handshake with this configuration before
+	// CONNECT (a broker's TLS door); DialTimeout bounds it too.
+	TLS *tls.Config
 }
 
 // Conn is one connection to the broker.
@@ -140,6 +144,17 @@ func Dial(ctx context.Context, opt Options) (*Conn, error) {
 		if tc, ok := nc.(*net.TCPConn); ok {
 			_ = tc.SetReadBuffer(opt.SocketReceiveBuffer)
 		}
+	}
+	if opt.TLS != nil {
+		tc := tls.Client(nc, opt.TLS)
+		hctx, cancel := context.WithTimeout(ctx, opt.DialTimeout)
+		err := tc.HandshakeContext(hctx)
+		cancel()
+		if err != nil {
+			nc.Close()
+			return nil, fmt.Errorf("TLS handshake with %s: %w", opt.Addr, err)
+		}
+		nc = tc
 	}
 	c := &Conn{nc: nc, opt: opt, resume: make(chan struct{}), done: make(chan struct{})}
 	if err := c.handshake(); err != nil {

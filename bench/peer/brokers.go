@@ -112,7 +112,8 @@ func gitVersion(ctx context.Context, dir string) string {
 // The operations listener on opsAddr serves /metrics, where the window
 // scenario reads the sqlite provider's commits; min_scrape_interval is at
 // its floor of 60 s, so a scenario scrapes once, at its end.
-func saguinConfig(addr, opsAddr, dir string, sqlite bool) string {
+func saguinConfig(r run, sqlite bool) string {
+	addr, opsAddr, dir := r.addr, r.opsAddr, r.dir
 	provider := "      mem:\n        type: memory\n        snapshot_dir: none\n"
 	name := "mem"
 	if sqlite {
@@ -126,7 +127,13 @@ broker:
   mqtt:
     listen:
       tcp:
-        address: %s
+        - name: plain
+          address: %s
+        - name: tls
+          address: %s
+          tls:
+            cert_file: %s
+            key_file: %s
   operations:
     listen:
       tcp:
@@ -178,17 +185,18 @@ channels:
     type: queue
     filter: bench/full/#
     max_bytes: 64KiB
-`, addr, opsAddr, name, provider)
+`, addr, r.tlsAddr, r.tls.CertFile, r.tls.KeyFile, opsAddr, name, provider)
 }
 
 func saguinBroker(name, bin, version string, sqlite bool) *Broker {
-	return &Broker{Name: name, Version: version, ops: true, command: func(dir, addr, opsAddr string) (*exec.Cmd, error) {
-		abs, err := filepath.Abs(dir)
+	return &Broker{Name: name, Version: version, ops: true, tls: true, command: func(r run) (*exec.Cmd, error) {
+		abs, err := filepath.Abs(r.dir)
 		if err != nil {
 			return nil, fmt.Errorf("resolving the run directory: %w", err)
 		}
+		r.dir = abs
 		path := filepath.Join(abs, "saguin.yaml")
-		if err := os.WriteFile(path, []byte(saguinConfig(addr, opsAddr, abs, sqlite)), 0o600); err != nil {
+		if err := os.WriteFile(path, []byte(saguinConfig(r, sqlite)), 0o600); err != nil {
 			return nil, fmt.Errorf("writing saguin configuration: %w", err)
 		}
 		return exec.Command(bin, "--config", path), nil
@@ -203,21 +211,37 @@ func saguinBroker(name, bin, version string, sqlite bool) *Broker {
 // acknowledgements would add 40 ms stalls to Mosquitto's latency figures that
 // say nothing about Mosquitto. Everything else is Mosquitto's default,
 // max_inflight_messages (20) included.
-func mosquittoConfig(addr string) (string, error) {
-	host, port, ok := strings.Cut(addr, ":")
+//
+// The TLS door is a second listener with the run's certificate and key,
+// Mosquitto's defaults otherwise (TLS 1.2 and 1.3, OpenSSL's ciphers). There
+// is no WebSocket door: Debian's mosquitto 2.0.11 is built without
+// libwebsockets, so `protocol websockets` is refused there. `user root`
+// keeps a Mosquitto started by root as root: it reads the certificate after
+// dropping to its own user otherwise, and the run's directory is the
+// harness's alone (it has no effect on a harness not run as root).
+func mosquittoConfig(r run) (string, error) {
+	host, port, ok := strings.Cut(r.addr, ":")
 	if !ok {
-		return "", fmt.Errorf("address %q has no port", addr)
+		return "", fmt.Errorf("address %q has no port", r.addr)
+	}
+	tlsHost, tlsPort, ok := strings.Cut(r.tlsAddr, ":")
+	if !ok {
+		return "", fmt.Errorf("address %q has no port", r.tlsAddr)
 	}
 	return fmt.Sprintf(`# Written by the benchmark harness for one run.
 listener %s %s
+listener %s %s
+certfile %s
+keyfile %s
 allow_anonymous true
+user root
 persistence false
 max_queued_messages 1000000
 set_tcp_nodelay true
 log_dest stderr
 log_type error
 log_type warning
-`, port, host), nil
+`, port, host, tlsPort, tlsHost, r.tls.CertFile, r.tls.KeyFile), nil
 }
 
 func findMosquitto() (string, error) {
@@ -243,12 +267,12 @@ func mosquittoBroker(ctx context.Context) (*Broker, error) {
 	if line, _, _ := strings.Cut(string(out), "\n"); strings.Contains(line, "version") {
 		version = strings.TrimSpace(line[strings.Index(line, "version")+len("version"):])
 	}
-	return &Broker{Name: Mosquitto, Version: version, command: func(dir, addr, _ string) (*exec.Cmd, error) {
-		conf, err := mosquittoConfig(addr)
+	return &Broker{Name: Mosquitto, Version: version, tls: true, command: func(r run) (*exec.Cmd, error) {
+		conf, err := mosquittoConfig(r)
 		if err != nil {
 			return nil, err
 		}
-		path := filepath.Join(dir, "mosquitto.conf")
+		path := filepath.Join(r.dir, "mosquitto.conf")
 		if err := os.WriteFile(path, []byte(conf), 0o600); err != nil {
 			return nil, fmt.Errorf("writing mosquitto configuration: %w", err)
 		}
@@ -268,8 +292,8 @@ func mochiBroker(ctx context.Context, opt Options) (*Broker, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Broker{Name: Mochi, Version: version, command: func(dir, addr, _ string) (*exec.Cmd, error) {
-		return exec.Command(bin, "-addr", addr), nil
+	return &Broker{Name: Mochi, Version: version, command: func(r run) (*exec.Cmd, error) {
+		return exec.Command(bin, "-addr", r.addr), nil
 	}}, nil
 }
 

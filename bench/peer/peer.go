@@ -7,6 +7,7 @@ package peer
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -38,14 +39,29 @@ const (
 type Broker struct {
 	Name    string
 	Version string
-	// command builds the process for one run listening on addr (and, for a
-	// broker with an operations listener, serving /metrics on opsAddr),
-	// writing any file it needs (configuration, database) into dir.
-	command func(dir, addr, opsAddr string) (*exec.Cmd, error)
+	// command builds the process for one run as r says, writing any file it
+	// needs (configuration, database) into r.dir.
+	command func(r run) (*exec.Cmd, error)
 	// ops: the broker serves /metrics on a port of its own (Sagüin), which a
 	// scenario reads for what only the broker can count (records per commit).
 	ops bool
+	// tls: the broker serves a TLS door beside its tcp one (Sagüin,
+	// Mosquitto), with the run's certificate.
+	tls bool
 }
+
+// run is what one run of a broker is given: where its files go, the
+// loopback addresses it listens on, and the certificate its TLS door serves.
+type run struct {
+	dir, addr string
+	opsAddr   string    // "" for a broker with no operations listener
+	tlsAddr   string    // "" for a broker with no TLS door
+	tls       *tlsFiles // nil with tlsAddr
+}
+
+// ServesTLS reports whether the broker has a TLS door, which the TLS
+// scenarios need.
+func (b *Broker) ServesTLS() bool { return b.tls }
 
 // Process is one running broker.
 type Process struct {
@@ -54,11 +70,15 @@ type Process struct {
 	// OpsAddr is the host:port of its operations listener (/metrics), ""
 	// for a broker that has none.
 	OpsAddr string
-	Pid     int
-	cmd     *exec.Cmd
-	exited  chan struct{} // closed once the process has been reaped
-	err     error         // what Wait said, valid once exited is closed
-	log     string        // the file holding its standard output and error
+	// TLSAddr is the host:port of its TLS door, and ClientTLS what a client
+	// dials it with; "" and nil for a broker that has none.
+	TLSAddr   string
+	ClientTLS *tls.Config
+	Pid       int
+	cmd       *exec.Cmd
+	exited    chan struct{} // closed once the process has been reaped
+	err       error         // what Wait said, valid once exited is closed
+	log       string        // the file holding its standard output and error
 }
 
 // Start runs the broker on a free loopback port, its files in dir, and
@@ -68,13 +88,21 @@ func (b *Broker) Start(ctx context.Context, dir string) (*Process, error) {
 	if err != nil {
 		return nil, err
 	}
-	var opsAddr string
+	r := run{dir: dir, addr: addr}
 	if b.ops {
-		if opsAddr, err = freeAddr(); err != nil {
+		if r.opsAddr, err = freeAddr(); err != nil {
 			return nil, err
 		}
 	}
-	cmd, err := b.command(dir, addr, opsAddr)
+	if b.tls {
+		if r.tlsAddr, err = freeAddr(); err != nil {
+			return nil, err
+		}
+		if r.tls, err = writeTLS(dir); err != nil {
+			return nil, err
+		}
+	}
+	cmd, err := b.command(r)
 	if err != nil {
 		return nil, fmt.Errorf("preparing %s: %w", b.Name, err)
 	}
@@ -92,7 +120,10 @@ func (b *Broker) Start(ctx context.Context, dir string) (*Process, error) {
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("starting %s: %w", b.Name, err)
 	}
-	p := &Process{Broker: b, Addr: addr, OpsAddr: opsAddr, Pid: cmd.Process.Pid, cmd: cmd, exited: make(chan struct{}), log: logPath}
+	p := &Process{Broker: b, Addr: addr, OpsAddr: r.opsAddr, TLSAddr: r.tlsAddr, Pid: cmd.Process.Pid, cmd: cmd, exited: make(chan struct{}), log: logPath}
+	if r.tls != nil {
+		p.ClientTLS = r.tls.clientTLS()
+	}
 	go func() {
 		p.err = cmd.Wait()
 		close(p.exited)
@@ -104,14 +135,25 @@ func (b *Broker) Start(ctx context.Context, dir string) (*Process, error) {
 	return p, nil
 }
 
+// waitListening returns once every door of the process accepts.
 func (p *Process) waitListening(ctx context.Context) error {
 	deadline := time.Now().Add(startTimeout)
 	tick := time.NewTicker(10 * time.Millisecond)
 	defer tick.Stop()
+	addrs := []string{p.Addr}
+	if p.TLSAddr != "" {
+		addrs = append(addrs, p.TLSAddr)
+	}
 	for {
-		c, err := net.DialTimeout("tcp", p.Addr, 100*time.Millisecond)
-		if err == nil {
+		for len(addrs) > 0 {
+			c, err := net.DialTimeout("tcp", addrs[0], 100*time.Millisecond)
+			if err != nil {
+				break
+			}
 			c.Close()
+			addrs = addrs[1:]
+		}
+		if len(addrs) == 0 {
 			return nil
 		}
 		select {

@@ -12,7 +12,7 @@ import (
 	"github.com/goccy/go-yaml"
 )
 
-func TestSaguinConfigIsRFC0002sShapeWithOneProviderAndOneDoor(t *testing.T) {
+func TestSaguinConfigIsRFC0002sShapeWithOneProviderAndATCPAndATLSDoor(t *testing.T) {
 	for _, sqlite := range []bool{false, true} {
 		var doc struct {
 			Broker struct {
@@ -20,8 +20,10 @@ func TestSaguinConfigIsRFC0002sShapeWithOneProviderAndOneDoor(t *testing.T) {
 				LogLevel string `yaml:"log_level"`
 				MQTT     struct {
 					Listen struct {
-						TCP struct {
-							Address string `yaml:"address"`
+						TCP []struct {
+							Name    string            `yaml:"name"`
+							Address string            `yaml:"address"`
+							TLS     map[string]string `yaml:"tls"`
 						} `yaml:"tcp"`
 					} `yaml:"listen"`
 				} `yaml:"mqtt"`
@@ -41,12 +43,18 @@ func TestSaguinConfigIsRFC0002sShapeWithOneProviderAndOneDoor(t *testing.T) {
 				} `yaml:"operations"`
 			} `yaml:"broker"`
 		}
-		if err := yaml.Unmarshal([]byte(saguinConfig("127.0.0.1:4242", "127.0.0.1:4243", "/tmp/run", sqlite)), &doc); err != nil {
+		r := run{dir: "/tmp/run", addr: "127.0.0.1:4242", opsAddr: "127.0.0.1:4243", tlsAddr: "127.0.0.1:4244",
+			tls: &tlsFiles{CertFile: "/tmp/run/bench-cert.pem", KeyFile: "/tmp/run/bench-key.pem"}}
+		if err := yaml.Unmarshal([]byte(saguinConfig(r, sqlite)), &doc); err != nil {
 			t.Fatal(err)
 		}
 		b := doc.Broker
-		if b.ID == "" || b.MQTT.Listen.TCP.Address != "127.0.0.1:4242" || b.Storage.Period != "none" || b.Storage.Bytes != "none" {
+		doors := b.MQTT.Listen.TCP
+		if b.ID == "" || len(doors) != 2 || doors[0].Address != "127.0.0.1:4242" || doors[0].TLS != nil || b.Storage.Period != "none" || b.Storage.Bytes != "none" {
 			t.Fatalf("sqlite=%v: %+v", sqlite, b)
+		}
+		if doors[1].Address != "127.0.0.1:4244" || doors[1].TLS["cert_file"] != r.tls.CertFile || doors[1].TLS["key_file"] != r.tls.KeyFile {
+			t.Fatalf("the TLS door %+v: the run's certificate on the run's TLS address", doors[1])
 		}
 		p, ok := b.Storage.Providers[b.Storage.Default]
 		if !ok || len(b.Storage.Providers) != 1 {
@@ -68,11 +76,12 @@ func TestSaguinConfigIsRFC0002sShapeWithOneProviderAndOneDoor(t *testing.T) {
 }
 
 func TestMosquittoConfigNeverPersistsAndNeverDropsAQueue(t *testing.T) {
-	conf, err := mosquittoConfig("127.0.0.1:4242")
+	conf, err := mosquittoConfig(run{addr: "127.0.0.1:4242", tlsAddr: "127.0.0.1:4244", tls: &tlsFiles{CertFile: "/r/c.pem", KeyFile: "/r/k.pem"}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"listener 4242 127.0.0.1\n", "persistence false\n", "max_queued_messages 1000000\n", "allow_anonymous true\n"} {
+	for _, want := range []string{"listener 4242 127.0.0.1\n", "persistence false\n", "max_queued_messages 1000000\n", "allow_anonymous true\n",
+		"listener 4244 127.0.0.1\ncertfile /r/c.pem\nkeyfile /r/k.pem\n"} {
 		if !strings.Contains(conf, want) {
 			t.Errorf("configuration lacks %q:\n%s", want, conf)
 		}
@@ -104,7 +113,7 @@ func TestStartedBrokerListensAndStopReapsIt(t *testing.T) {
 }
 
 func TestABrokerThatExitsAtOnceFailsItsStartWithItsOutput(t *testing.T) {
-	b := &Broker{Name: "broken", command: func(dir, addr, _ string) (*exec.Cmd, error) {
+	b := &Broker{Name: "broken", command: func(run) (*exec.Cmd, error) {
 		return exec.Command("sh", "-c", "echo config refused >&2; exit 3"), nil
 	}}
 	_, err := b.Start(context.Background(), t.TempDir())

@@ -44,7 +44,7 @@ func runConns(ctx context.Context, e *Env, n int) (Values, error) {
 		return nil, err
 	}
 	start := time.Now()
-	conns, err := dialMany(ctx, n, e.Profile.ConnectConcurrency, "idle", loadgen.Options{Addr: e.Addr, ReadBuffer: 512, KeepAlive: idleKeepAlive}, nil)
+	conns, err := dialMany(ctx, n, e.Profile.ConnectConcurrency, "idle", loadgen.Options{Addr: e.Addr, TLS: e.TLS, ReadBuffer: 512, KeepAlive: idleKeepAlive}, nil)
 	if err != nil {
 		return nil, err
 	}

@@ -32,7 +32,7 @@ func faninQ0(p Profile) Case {
 func runFanin(ctx context.Context, e *Env) (Values, error) {
 	p := e.Profile
 	flow := newCredit(int64(p.FaninWindow), time.Second)
-	sub, err := loadgen.Dial(ctx, loadgen.Options{Addr: e.Addr, ClientID: "fanin-sub",
+	sub, err := loadgen.Dial(ctx, loadgen.Options{Addr: e.Addr, TLS: e.TLS, ClientID: "fanin-sub",
 		OnPublish: func(*codec.Publish) { flow.delivered() }})
 	if err != nil {
 		return nil, err
@@ -42,7 +42,7 @@ func runFanin(ctx context.Context, e *Env) (Values, error) {
 		return nil, err
 	}
 	sub.Start(0)
-	pubs, err := dialMany(ctx, p.FaninPublishers, p.FaninPublishers, "fanin-pub", loadgen.Options{Addr: e.Addr, ReadBuffer: 4 << 10}, nil)
+	pubs, err := dialMany(ctx, p.FaninPublishers, p.FaninPublishers, "fanin-pub", loadgen.Options{Addr: e.Addr, TLS: e.TLS, ReadBuffer: 4 << 10}, nil)
 	if err != nil {
 		return nil, err
 	}

@@ -86,6 +86,15 @@ func Cases(p Profile) []Case {
 	for _, n := range p.IdleConns {
 		cs = append(cs, idleConns(p, n))
 	}
+	cs = append(cs, tlsHandshakes())
+	// The sizes, 1,000 and 10,000: 100,000 full handshakes would
+	// take the full profile several minutes a run for no other figure.
+	for _, n := range p.IdleConns {
+		if n <= 10000 {
+			cs = append(cs, idleConnsTLS(p, n))
+		}
+	}
+	cs = append(cs, faninQ0TLS(p))
 	cs = append(cs, slowSubscriber(p))
 	for _, n := range []int{1, 8, 32} {
 		cs = append(cs, latestSet(n))

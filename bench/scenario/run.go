@@ -42,7 +42,7 @@ func Execute(ctx context.Context, p Profile, cases []Case, brokers []*peer.Broke
 				if ctx.Err() != nil {
 					return runs
 				}
-				if !c.runsOn(b.Name) {
+				if !c.runsOn(b.Name) || c.TLS && !b.ServesTLS() {
 					continue
 				}
 				r := runOne(ctx, p, c, b, rep, scratch)
@@ -96,6 +96,9 @@ func runBroker(ctx context.Context, p Profile, c Case, b *peer.Broker, rep int, 
 
 func measureOn(ctx context.Context, p Profile, c Case, broker *peer.Process) (Values, error) {
 	e := &Env{Broker: broker.Broker.Name, Addr: broker.Addr, Pid: broker.Pid, OpsAddr: broker.OpsAddr, Profile: p}
+	if c.TLS {
+		e.Addr, e.TLS = broker.TLSAddr, broker.ClientTLS
+	}
 	v, err := c.run(ctx, e)
 	if err != nil {
 		return nil, err

@@ -8,6 +8,7 @@ package scenario
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -49,7 +50,10 @@ type Case struct {
 	// figure only Sagüin's channels have (a dead-letter move) has no peer
 	// to stand beside.
 	Only []string `json:"only,omitempty"`
-	run  func(ctx context.Context, e *Env) (Values, error)
+	// TLS runs the case on each peer's TLS door (Env.Addr is that door's,
+	// Env.TLS what to dial it with); a peer with none is left out of it.
+	TLS bool `json:"tls,omitempty"`
+	run func(ctx context.Context, e *Env) (Values, error)
 }
 
 // The figures every run reports besides its own, measured by the runner.
@@ -70,6 +74,8 @@ type Env struct {
 	Addr    string // the broker's host:port
 	Pid     int    // the broker's process, for /proc
 	OpsAddr string // its operations listener (/metrics), "" for a peer with none
+	// TLS is what a client dials Addr with on a TLS case; nil otherwise.
+	TLS     *tls.Config
 	Profile Profile
 
 	windowStart  time.Time

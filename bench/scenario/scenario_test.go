@@ -119,7 +119,7 @@ func TestShortProfileRunsTheIssuesSizes(t *testing.T) {
 	}
 	for _, want := range []string{"fanin-q0", "pub-q1/1", "pub-q1/8", "pub-q1/32", "pub-q1/256", "fanout-q0/100", "fanout-q0/1000",
 		"fanout-q1/100", "fanout-q1/1000", "latency-q1", "conns/1000", "conns/10000", "slow-subscriber",
-		"append-window/64", "append-fanout-q1/100", "replay/200000"} {
+		"append-window/64", "append-fanout-q1/100", "replay/200000", "tls-handshakes", "conns-tls/1000", "conns-tls/10000", "fanin-q0-tls"} {
 		if !slices.Contains(names, want) {
 			t.Errorf("short profile lacks %s", want)
 		}
@@ -137,6 +137,23 @@ func TestOnlyTheFullProfileHoldsAHundredThousandConnections(t *testing.T) {
 	}
 	if !has(Profiles["full"]) || has(Profiles["short"]) || has(Profiles["smoke"]) {
 		t.Fatal("conns/100000 belongs to the full profile alone")
+	}
+}
+
+// A TLS case leaves out a peer with no TLS door (mochi) rather than
+// reporting it failed.
+func TestATLSCaseLeavesOutAPeerWithNoTLSDoor(t *testing.T) {
+	var tlsCases []Case
+	for _, c := range Cases(tiny) {
+		if c.TLS {
+			tlsCases = append(tlsCases, c)
+		}
+	}
+	if len(tlsCases) != 3 {
+		t.Fatalf("%d TLS cases, want tls-handshakes, conns-tls and fanin-q0-tls", len(tlsCases))
+	}
+	if runs := Execute(context.Background(), tiny, tlsCases, []*peer.Broker{{Name: "plain"}}, t.TempDir(), nil); len(runs) != 0 {
+		t.Fatalf("a peer with no TLS door ran %d TLS cases: %+v", len(runs), runs)
 	}
 }
 
