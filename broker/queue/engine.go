@@ -165,6 +165,7 @@ const (
 	evTimeout
 	evBarrier
 	evRoom
+	evGrants
 )
 
 type event struct {
@@ -197,6 +198,9 @@ func New(o Options) (*Engine, error) {
 			return nil, fmt.Errorf("queue %q: %w", o.Name, err)
 		}
 	}
+	// A re-read of the acl_file may grant a job to a worker it was
+	// refused to: offered at once, not at the next tick.
+	o.Host.OnGrantsChanged(func() { e.post(event{kind: evGrants}) })
 	var b [8]byte
 	_, _ = rand.Read(b[:])
 	e.nonce = binary.BigEndian.Uint64(b[:])
@@ -490,7 +494,7 @@ func (e *Engine) handle(ev *event) {
 		e.log.Debug("queue: visibility timeout", "offset", l.d.Offset, "holder", l.holder)
 		e.handBack(l, causeTimeout, l.leasedAt)
 		e.wantDispatch = true
-	case evRoom:
+	case evRoom, evGrants:
 		e.wantDispatch = true
 	case evBarrier:
 		e.settle() // what was posted before it is done, offers included

@@ -29,7 +29,8 @@ type fakeHost struct {
 	denied  map[string]bool // client ids the acl_file refuses consume
 	// only narrows a client id's consume to the topics with this prefix, as
 	// a channel rule's filter: does.
-	only map[string]string
+	only    map[string]string
+	regrant []func() // what the engine asked to be told at a re-read
 }
 
 func (h *fakeHost) Allows(id, t string, verb acl.Verb) bool {
@@ -40,8 +41,23 @@ func (h *fakeHost) Allows(id, t string, verb acl.Verb) bool {
 	}
 	return verb != acl.Consume || !h.denied[id]
 }
-func (h *fakeHost) OnGrantsChanged(func())                         {}
+func (h *fakeHost) OnGrantsChanged(f func()) {
+	h.mu.Lock()
+	h.regrant = append(h.regrant, f)
+	h.mu.Unlock()
+}
 func (h *fakeHost) WithRoom(_, _ string, write func() error) error { return write() }
+
+// reread is a SIGUSR1 that made new grants: what the engines registered is
+// called.
+func (h *fakeHost) reread() {
+	h.mu.Lock()
+	fs := append([]func(){}, h.regrant...)
+	h.mu.Unlock()
+	for _, f := range fs {
+		f()
+	}
+}
 
 func (h *fakeHost) Clock() clock.Clock   { return h.clk }
 func (h *fakeHost) Logger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
@@ -964,5 +980,28 @@ func TestNarrowedWorkerIsOfferedALaterJobItMayTake(t *testing.T) {
 	o := b.last(t)
 	if string(o.m.Topic) != "work/2/inspect" || attempt(t, o) != 1 {
 		t.Fatalf("b got %s at attempt %d, want work/2/inspect at 1", o.m.Topic, attempt(t, o))
+	}
+}
+
+// A re-read granting a refused worker the job it was refused has it offered at
+// once: the engine is told (OnGrantsChanged), not left to its next tick.
+func TestReReadGrantingConsumeOffersAtOnce(t *testing.T) {
+	r := newRig(t, opts())
+	a := r.worker("a")
+	r.host.mu.Lock()
+	r.host.denied["a"] = true
+	r.host.mu.Unlock()
+	r.publish("work/7/inspect", "x")
+	r.tick()
+	if len(a.offers()) != 0 {
+		t.Fatal("a worker the acl_file refuses was offered a job")
+	}
+	r.host.mu.Lock()
+	r.host.denied["a"] = false
+	r.host.mu.Unlock()
+	r.host.reread()
+	r.e.sync() // the clock not moved: no tick has run
+	if attempt(t, a.last(t)) != 1 {
+		t.Fatal("the job offered after the re-read spent an attempt before it")
 	}
 }
