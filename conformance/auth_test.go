@@ -51,7 +51,7 @@ users:
 
 // writePasswd writes users with mosquitto_passwd (-H sha512-pbkdf2, its
 // default) into dir/clients.passwd.
-func writePasswd(t *testing.T, dir string, users map[string]string) string {
+func writePasswd(t testing.TB, dir string, users map[string]string) string {
 	t.Helper()
 	bin, err := exec.LookPath("mosquitto_passwd")
 	if err != nil {
