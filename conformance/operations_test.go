@@ -662,6 +662,14 @@ func TestOperationsScrapeCarriesTheChannelFamiliesWhereTheirNumbersExist(t *test
 	if m := opsOpenRE.FindStringSubmatch(b.log.wait(opsOpenRE, 5*time.Second)); m != nil {
 		ob.ops = m[3]
 	}
+	// One subscriber declares a partition slice on each channel.
+	part := dialRaw(t, b.addr, codec.Version5)
+	part.mustConnect("slice-0", nil)
+	for i, f := range []string{"iot/+/events/+", "iot/+/state/+"} {
+		if ack := part.subscribeWith(uint16(i+1), withUser("saguin-filter", "topic_hash(2, 0)"), codec.Subscription{Filter: []byte(f), QoS: 1}); ack.ReasonCodes[0] != 1 {
+			t.Fatalf("SUBACK 0x%02x for %s with a slice", byte(ack.ReasonCodes[0]), f)
+		}
+	}
 	c := dialRaw(t, b.addr, 5)
 	c.mustConnect("publisher", nil)
 	for i, topic := range []string{"iot/d1/events/a", "iot/d1/events/b", "iot/d1/state/a"} {
@@ -683,6 +691,8 @@ func TestOperationsScrapeCarriesTheChannelFamiliesWhereTheirNumbersExist(t *test
 		{"saguin_published_total", []string{"channel", "state"}, 1},
 		{"saguin_latest_superseded_total", []string{"channel", "state"}, 0},
 		{"saguin_channel_retention_removed_total", []string{"channel", "state"}, 0},
+		{"saguin_channel_partitioned_consumers", []string{"channel", "events"}, 1},
+		{"saguin_channel_partitioned_consumers", []string{"channel", "state"}, 1},
 	}
 	for _, w := range want {
 		if v, ok := value(fams[w.name], w.labels...); !ok || v != w.value {
@@ -851,6 +861,8 @@ func TestOperationsScrapeCarriesTheQueueFamiliesFromTheEngineCounters(t *testing
 		{"saguin_channel_records", []string{"channel", "jobs__dlq"}, 0},
 		{"saguin_channel_next_offset", []string{"channel", "jobs__dlq"}, 1},
 		{"saguin_channel_consumers", []string{"channel", "jobs__dlq"}, 0},
+		{"saguin_channel_partitioned_consumers", []string{"channel", "jobs"}, 0},
+		{"saguin_channel_partitioned_consumers", []string{"channel", "jobs__dlq"}, 0},
 	}
 	for _, w := range want {
 		if v, ok := value(fams[w.name], w.labels...); !ok || v != w.value {

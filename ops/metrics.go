@@ -89,6 +89,9 @@ type Channel struct {
 	PositionLost                 func() uint64 // nil: none can be lost (latest)
 	RetentionRemoved             func() uint64
 	Superseded                   func() uint64 // latest only
+	// Partitioned counts the subscribers that declared a partition slice
+	// here (saguin_channel_partitioned_consumers).
+	Partitioned func() int
 	// Positions are an append channel's stored positions, listed on
 	// /v1/operations/consumers; nil on latest.
 	Positions store.Positions
@@ -313,6 +316,9 @@ func (src *Source) collectChannels(s *snapshot) {
 			}
 			s.add("saguin_channel_consumers", uint64(readers), ch.Name)
 		}
+		if ch.Partitioned != nil {
+			s.add("saguin_channel_partitioned_consumers", uint64(max(ch.Partitioned(), 0)), ch.Name)
+		}
 		var lost uint64
 		if ch.PositionLost != nil {
 			lost = ch.PositionLost()
@@ -346,6 +352,9 @@ func (src *Source) collectQueues(s *snapshot) {
 		// A queue is never trimmed (invariant 2) and keeps no positions, so
 		// both are 0 - a series all the same, as the RFC's example scrape
 		// has for its queue, so one rule covers every channel.
+		// saguin-filter on a queue's form is refused (checklist C2.9), so
+		// nobody partitions a queue.
+		s.add("saguin_channel_partitioned_consumers", 0, q.Name)
 		s.add("saguin_channel_retention_removed_total", 0, q.Name)
 		s.add("saguin_channel_position_lost_total", 0, q.Name)
 	}

@@ -758,3 +758,23 @@ func (e *Engine) Seek(clientID string, payload []byte, answer func(channel.SeekA
 	c.mu.Unlock()
 	c.poke()
 }
+
+// PartitionedConsumers counts the consumers holding a subscription here
+// that declared a saguin-filter slice (saguin_channel_partitioned_consumers):
+// a scrape's walk, e.mu then each consumer's lock as everywhere here.
+func (e *Engine) PartitionedConsumers() int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	n := 0
+	for _, c := range e.consumers {
+		c.mu.Lock()
+		for _, s := range c.subs {
+			if s.part.Declared() {
+				n++
+				break
+			}
+		}
+		c.mu.Unlock()
+	}
+	return n
+}

@@ -349,3 +349,23 @@ func (e *Engine) Close() error {
 	}
 	return nil
 }
+
+// PartitionedConsumers counts the readers holding a subscription here that
+// declared a saguin-filter slice (saguin_channel_partitioned_consumers): a
+// scrape's walk, e.mu then each reader's lock as everywhere here.
+func (e *Engine) PartitionedConsumers() int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	n := 0
+	for _, r := range e.readers {
+		r.mu.Lock()
+		for _, s := range r.subs {
+			if s.accept != nil {
+				n++
+				break
+			}
+		}
+		r.mu.Unlock()
+	}
+	return n
+}

@@ -44,6 +44,7 @@ func plugChannels(cfg *config.Config, st *storage, b *broker.Broker) error {
 			Published:        func() uint64 { return uint64(max(e.Counters.Published.Load(), 0)) },
 			PositionLost:     func() uint64 { return uint64(max(e.Counters.PositionLost.Load(), 0)) },
 			RetentionRemoved: st.retention[ch.Name].Load,
+			Partitioned:      e.PartitionedConsumers,
 		})
 	}
 	return nil

@@ -73,7 +73,7 @@ func plugLatest(cfg *config.Config, st *storage, b *broker.Broker, log *slog.Log
 		st.channels = append(st.channels, ops.Channel{
 			Name: ch.Name, Type: ch.Type, Filter: ch.Filter, Provider: ls.provider,
 			Counts: ls.st, Published: e.Counters().Published.Load, Superseded: e.Counters().Superseded.Load,
-			RetentionRemoved: st.retention[ch.Name].Load,
+			RetentionRemoved: st.retention[ch.Name].Load, Partitioned: e.PartitionedConsumers,
 		})
 	}
 	if st.retained == nil {

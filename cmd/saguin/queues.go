@@ -84,6 +84,7 @@ func plugQueues(cfg *config.Config, st *storage, b *broker.Broker) error {
 				Published:        func() uint64 { return uint64(max(dl.Counters.Published.Load(), 0)) },
 				PositionLost:     func() uint64 { return uint64(max(dl.Counters.PositionLost.Load(), 0)) },
 				RetentionRemoved: st.retention[d.Name].Load,
+				Partitioned:      dl.PartitionedConsumers,
 			})
 		}
 	}
