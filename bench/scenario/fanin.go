@@ -75,15 +75,8 @@ func runFanin(ctx context.Context, e *Env) (Values, error) {
 	err = e.measure(ctx, func() { got0 = flow.got.Load() }, func(elapsed time.Duration) {
 		v["received_per_s"] = perSecond(uint64(flow.got.Load()-got0), elapsed)
 	})
-	stop()
-	wg.Wait()
-	if err != nil {
+	if err := joinLoad(stop, &wg, err, errs, "publisher"); err != nil {
 		return nil, err
-	}
-	select {
-	case err := <-errs:
-		return nil, fmt.Errorf("publisher: %w", err)
-	default:
 	}
 	sent := uint64(flow.sent.Load())
 	got := drain(ctx, func() uint64 { return uint64(flow.got.Load()) }, sent, p.DrainTimeout)

@@ -105,15 +105,8 @@ func publishQoS1(ctx context.Context, e *Env, conns []*loadgen.Conn, window int,
 		v["rtt_p50_ms"] = ms(rtt.Quantile(0.50))
 		v["rtt_p99_ms"] = ms(rtt.Quantile(0.99))
 	})
-	stop()
-	wg.Wait()
-	if err != nil {
+	if err := joinLoad(stop, &wg, err, errs, "publisher"); err != nil {
 		return nil, err
-	}
-	select {
-	case err := <-errs:
-		return nil, fmt.Errorf("publisher: %w", err)
-	default:
 	}
 	if err := firstError(conns); err != nil {
 		return nil, err

@@ -182,15 +182,8 @@ func runJobs(ctx context.Context, e *Env, n int, filter, topic, answer, reader s
 			v["cpu_us_per_move"] = cpuPer(e.brokerCPU, jobs)
 		}
 	})
-	stop()
-	wg.Wait()
-	if err != nil {
+	if err := joinLoad(stop, &wg, err, errs, "producer"); err != nil {
 		return nil, err
-	}
-	select {
-	case err := <-errs:
-		return nil, fmt.Errorf("producer: %w", err)
-	default:
 	}
 	if err := firstError(append(conns, pub)); err != nil {
 		return nil, err
@@ -278,15 +271,8 @@ func runQueueFull(ctx context.Context, e *Env) (Values, error) {
 		v["other_rtt_p50_ms"] = ms(otherRTT.Quantile(0.50))
 		v["other_rtt_p99_ms"] = ms(otherRTT.Quantile(0.99))
 	})
-	stop()
-	wg.Wait()
-	if err != nil {
+	if err := joinLoad(stop, &wg, err, errs, "publisher"); err != nil {
 		return nil, err
-	}
-	select {
-	case err := <-errs:
-		return nil, fmt.Errorf("publisher: %w", err)
-	default:
 	}
 	if err := firstError(conns); err != nil {
 		return nil, err

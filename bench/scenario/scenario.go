@@ -12,6 +12,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"sync"
 	"syscall"
 	"time"
 
@@ -128,6 +129,23 @@ func (e *Env) measure(ctx context.Context, begin func(), end func(elapsed time.D
 	}
 	end(elapsed)
 	return nil
+}
+
+// joinLoad ends a case's load once its window is over: it stops the load's
+// goroutines and waits for them, then returns the window's own error, else
+// the first error one of them reported (as who's).
+func joinLoad(stop context.CancelFunc, wg *sync.WaitGroup, windowErr error, errs <-chan error, who string) error {
+	stop()
+	wg.Wait()
+	if windowErr != nil {
+		return windowErr
+	}
+	select {
+	case err := <-errs:
+		return fmt.Errorf("%s: %w", who, err)
+	default:
+		return nil
+	}
 }
 
 // pause waits d: the length of a warm-up or a window is what is being timed,

@@ -65,15 +65,8 @@ func runHandshakes(ctx context.Context, e *Env) (Values, error) {
 		v["handshakes_per_s"] = perSecond(n, elapsed)
 		v["cpu_ms_per_handshake"] = e.brokerCPU.Seconds() * 1000 / float64(max(n, 1))
 	})
-	stop()
-	wg.Wait()
-	if err != nil {
+	if err := joinLoad(stop, &wg, err, errs, "handshake"); err != nil {
 		return nil, err
-	}
-	select {
-	case err := <-errs:
-		return nil, fmt.Errorf("handshake: %w", err)
-	default:
 	}
 	return v, nil
 }
