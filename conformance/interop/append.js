@@ -14,6 +14,7 @@
 'use strict';
 
 const mqtt = require('mqtt');
+const { collect } = require('./collect');
 
 const [addr, prefix, channel] = process.argv.slice(2);
 if (!addr || !prefix || !channel) {
@@ -37,30 +38,6 @@ function connect(id, opts, early) {
   return new Promise((resolve, reject) => {
     client.once('connect', (connack) => resolve({ client, connack, messages }));
     client.once('error', reject);
-  });
-}
-
-// collect resolves with the first n messages client receives, in order.
-function collect(client, n, what) {
-  return new Promise((resolve, reject) => {
-    const got = [];
-    const timer = setTimeout(() => reject(new Error(`${what}: ${got.length} of ${n} messages within 10 s`)), 10000);
-    const on = (topic, payload, packet) => {
-      const p = packet.properties || {};
-      got.push({
-        topic,
-        payload: payload.toString(),
-        retain: packet.retain,
-        user: p.userProperties || {},
-        correlation: p.correlationData ? p.correlationData.toString() : null,
-      });
-      if (got.length === n) {
-        clearTimeout(timer);
-        client.removeListener('message', on);
-        resolve(got);
-      }
-    };
-    client.on('message', on);
   });
 }
 
