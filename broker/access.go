@@ -81,10 +81,19 @@ type identity struct {
 	grants atomic.Pointer[acl.Grants]
 }
 
-// unchecked is the identity of a client admitted while the broker has no
-// access configuration (no password_file, no acl_file): nobody named,
-// shared by all of them.
+// unchecked is the identity of a client nobody named while the broker has
+// no acl_file (no password_file either, or a door that admits anonymous
+// clients): shared by all of them.
 var unchecked = &identity{}
+
+// nobody is the identity of an anonymous client under a: the shared one when
+// no acl_file would cache grants in it, else one of its own.
+func nobody(a *Access) *identity {
+	if a.ACL == nil {
+		return unchecked
+	}
+	return &identity{}
+}
 
 // grantsIn is grantsFor against an ACL the caller loaded once for a whole
 // fan-out. It allocates only the first time after a re-read.
@@ -252,7 +261,7 @@ func (b *Broker) authenticate(req *netloop.ConnectRequest) (*identity, codec.Rea
 	case !ok || d.Users == nil:
 		// Nothing checks a name here, so a name typed is not an identity.
 		if !ok || d.AllowAnonymous {
-			return &identity{}, codec.Success
+			return nobody(a), codec.Success
 		}
 		b.refuseConnect(req, codec.BadUserNameOrPassword, "the door admits nobody")
 		return nil, codec.BadUserNameOrPassword
@@ -260,7 +269,7 @@ func (b *Broker) authenticate(req *netloop.ConnectRequest) (*identity, codec.Rea
 		// An MQTT 5 password without a user name is offering no user
 		// name: the password is not read.
 		if d.AllowAnonymous {
-			return &identity{}, codec.Success
+			return nobody(a), codec.Success
 		}
 		b.refuseConnect(req, codec.BadUserNameOrPassword, "no user name: this door admits only the users its password file names")
 		return nil, codec.BadUserNameOrPassword

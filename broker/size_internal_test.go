@@ -17,20 +17,29 @@ func TestASessionKeepsItsSizeClass(t *testing.T) {
 	}
 }
 
-// With no password or acl file every client is the same nobody: its CONNECT
-// allocates no identity of its own.
+// With no acl file every client nobody named is the same nobody: its
+// CONNECT allocates no identity of its own - with no access configuration at
+// all, and on a door that admits anonymous clients.
 func TestAnUncheckedClientSharesOneIdentity(t *testing.T) {
-	b := newTestBroker(t, Options{})
-	var first *identity
-	for _, id := range []string{"a", "b"} {
-		who, code := b.authenticate(&netloop.ConnectRequest{ClientID: id, Door: "tcp"})
-		if code != codec.Success || who == nil {
-			t.Fatalf("%s: refused %v", id, code)
+	for name, access := range map[string]*Access{
+		"no access configuration": nil,
+		"an anonymous door":       {Doors: map[string]DoorAccess{"tcp": {AllowAnonymous: true}}},
+	} {
+		b := newTestBroker(t, Options{})
+		if access != nil {
+			b.SetAccess(access)
 		}
-		if first == nil {
-			first = who
-		} else if who != first {
-			t.Fatal("two unchecked clients were given an identity each")
+		var first *identity
+		for _, id := range []string{"a", "b"} {
+			who, code := b.authenticate(&netloop.ConnectRequest{ClientID: id, Door: "tcp"})
+			if code != codec.Success || who == nil {
+				t.Fatalf("%s, %s: refused %v", name, id, code)
+			}
+			if first == nil {
+				first = who
+			} else if who != first {
+				t.Fatalf("%s: two unchecked clients were given an identity each", name)
+			}
 		}
 	}
 }
