@@ -97,8 +97,15 @@ type Engine struct {
 	// broker back.
 	mu        sync.Mutex
 	consumers map[string]*consumer
-	groups    map[string]*group
-	closed    bool
+	// clients is the connection of each connected session that has no
+	// consumer here: a SUBSCRIBE or a seek finds it when it makes one (the
+	// broker calls in under the session's shard lock, where the Host's
+	// lookup would take that lock again). A consumer - about 800 bytes with
+	// its channels and map - is made only for a session that reads the
+	// channel, not for every session at CONNECT.
+	clients map[string]delivery.Client
+	groups  map[string]*group
+	closed  bool
 
 	flushWake chan struct{}
 	quit      chan struct{}
@@ -117,7 +124,7 @@ func New(o Options) *Engine {
 	}
 	return &Engine{
 		o: o, log: o.Host.Logger(), clk: clock.Or(o.Host.Clock()), store: o.Log,
-		consumers: map[string]*consumer{}, groups: map[string]*group{},
+		consumers: map[string]*consumer{}, clients: map[string]delivery.Client{}, groups: map[string]*group{},
 		flushWake: make(chan struct{}, 1), quit: make(chan struct{}),
 	}
 }
@@ -279,6 +286,23 @@ func (e *Engine) deliverLiveRun(rs []store.Record) {
 	}
 }
 
+// consumerLocked is clientID's consumer, made now for a session that had
+// none, with the connection Resume kept for it (as Resume would have handed
+// it, under the first era). e.mu held.
+func (e *Engine) consumerLocked(clientID string) *consumer {
+	c := e.consumers[clientID]
+	if c != nil {
+		return c
+	}
+	c = newConsumer(clientID)
+	if cl, ok := e.clients[clientID]; ok {
+		delete(e.clients, clientID)
+		c.client, c.era = cl, 1
+	}
+	e.consumers[clientID] = c
+	return c
+}
+
 // pokeAll wakes every consumer.
 func (e *Engine) pokeAll() {
 	e.mu.Lock()
@@ -301,11 +325,7 @@ func (e *Engine) Subscribe(s engine.Session, f engine.Filter) (codec.ReasonCode,
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	c := e.consumers[s.ClientID()]
-	if c == nil {
-		c = newConsumer(s.ClientID())
-		e.consumers[c.id] = c
-	}
+	c := e.consumerLocked(s.ClientID())
 	c.mu.Lock()
 	c.kept = s.Kept()
 	// The declaration is the packet's, already judged by the broker; the
@@ -362,11 +382,10 @@ func (e *Engine) Resume(s engine.Session, cl delivery.Client, _ []delivery.Unfin
 	}
 	c := e.consumers[s.ClientID()]
 	if c == nil {
-		// Kept for the subscriptions to come: a SUBSCRIBE finds the
-		// connection here, since the broker calls in under the session's
-		// shard lock and the Host's lookup would take it again.
-		c = newConsumer(s.ClientID())
-		e.consumers[c.id] = c
+		// Nothing to serve: the connection is kept for the subscriptions
+		// to come (consumerLocked).
+		e.clients[s.ClientID()] = cl
+		return
 	}
 	c.mu.Lock()
 	c.kept = s.Kept()
@@ -389,6 +408,7 @@ func (e *Engine) Detach(s engine.Session) {
 	for _, g := range e.groups {
 		g.attach(s.ClientID(), nil)
 	}
+	delete(e.clients, s.ClientID())
 	if c := e.consumers[s.ClientID()]; c != nil {
 		c.mu.Lock()
 		c.client = nil
@@ -415,6 +435,7 @@ func (e *Engine) End(s engine.Session) {
 			delete(e.groups, f)
 		}
 	}
+	delete(e.clients, s.ClientID())
 	c := e.consumers[s.ClientID()]
 	if keep {
 		if c == nil {
@@ -728,11 +749,7 @@ func (e *Engine) Seek(clientID string, payload []byte, answer func(channel.SeekA
 		return
 	}
 	e.mu.Lock()
-	c := e.consumers[clientID]
-	if c == nil {
-		c = newConsumer(clientID)
-		e.consumers[clientID] = c
-	}
+	c := e.consumerLocked(clientID)
 	c.mu.Lock()
 	c.kept, c.started = true, true
 	c.moveTo(off)

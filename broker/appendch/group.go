@@ -41,7 +41,7 @@ func (e *Engine) joinGroup(s engine.Session, f engine.Filter) {
 		g = &group{inner: f.Inner}
 		e.groups[f.Filter] = g
 	}
-	var cl delivery.Client
+	cl := e.clients[s.ClientID()]
 	if c := e.consumers[s.ClientID()]; c != nil {
 		c.mu.Lock()
 		cl = c.client
