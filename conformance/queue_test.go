@@ -256,7 +256,10 @@ func TestQueueAtMaxBytesRefuses0x97AndRecovers(t *testing.T) {
 	o := w.expectPublishWithin(5 * time.Second)
 	w.ackDelivery(o)
 	w.answer(o, "ack")
-	b.log.wait(regexp.MustCompile(`queue: acknowledged`), 5*time.Second)
+	// Logged once the store has the job resolved and its bytes free.
+	if b.log.wait(regexp.MustCompile(`queue: acknowledged`), 5*time.Second) == "" {
+		t.Fatal("no acknowledgement logged within 5 s")
+	}
 	pub.publish("work/1/inspect", payload, 1, 20)
 	if code := pub.expectAck(codec.TypePuback, 20); code != codec.Success {
 		t.Fatalf("after a job resolved: PUBACK 0x%02x, want 0x00", byte(code))

@@ -132,6 +132,7 @@ type Engine struct {
 	pendLeases   []store.LeaseOf
 	pendLeaseOf  []*lease
 	pendResolves []store.Delivery
+	pendAckedBy  []string // the holder of each of pendResolves, for its log line
 	wantDispatch bool
 }
 
@@ -536,9 +537,15 @@ func (e *Engine) flush() {
 	for k, d := range e.pendResolves {
 		if err := errs[len(e.pendLeases)+k]; err != nil {
 			e.log.Error("queue: resolving a job", "offset", d.Offset, "error", err)
+		} else {
+			// Said once stored, as a lease is: the job is gone and its
+			// bytes are free from here.
+			e.log.Debug("queue: acknowledged", "offset", d.Offset, "holder", e.pendAckedBy[k])
 		}
 	}
 	e.pendLeases, e.pendLeaseOf, e.pendResolves = e.pendLeases[:0], e.pendLeaseOf[:0], e.pendResolves[:0]
+	clear(e.pendAckedBy)
+	e.pendAckedBy = e.pendAckedBy[:0]
 }
 
 // lease records that the worker has the job: the attempt is spent - stored
@@ -595,8 +602,8 @@ func (e *Engine) answer(ev *event) {
 	if act == "ack" {
 		e.stop(l)
 		e.pendResolves = append(e.pendResolves, l.d)
+		e.pendAckedBy = append(e.pendAckedBy, l.holder)
 		e.C.Acknowledged.Add(1)
-		e.log.Debug("queue: acknowledged", "offset", offset, "holder", l.holder)
 	} else {
 		e.log.Debug("queue: returned", "offset", offset, "holder", l.holder)
 		e.handBack(l, causeReturn, now)
