@@ -696,3 +696,94 @@ func TestLatestMQTTjsReadsStateDeletionAndPointRead(t *testing.T) {
 		t.Fatalf("point read reply = %+v, want closed on reply/js/site1 with Correlation Data req-7", p)
 	}
 }
+
+// B8.11: a point-read key longer than max_topic_length is refused 0x90 on
+// the PUBACK, and nothing is answered on the Response Topic.
+func TestLatestPointReadKeyLongerThanMaxTopicLengthIs0x90(t *testing.T) {
+	b := startBroker(t, brokerConfig{Channels: latestChannel, Limits: "max_topic_length: 20"})
+	c := dialRaw(t, b.addr, codec.Version5)
+	c.mustConnect("asker", nil)
+	c.mustSubscribe(1, "r", 1)
+	c.set("state/abc", "v", 1)
+	if got := c.pointRead("state/abc", 2, "r", nil); got != codec.Success {
+		t.Fatalf("a key within the bound: PUBACK 0x%02x, want 0x00", byte(got))
+	}
+	if p := c.reply(); string(p.Payload) != "v" {
+		t.Fatalf("reply %q, want v", p.Payload)
+	}
+	if got := c.pointRead("state/abcdefghijklmnop", 3, "r", nil); got != codec.TopicNameInvalid {
+		t.Fatalf("a 22-byte key under max_topic_length 20: PUBACK 0x%02x, want 0x90", byte(got))
+	}
+	if len(c.early) > 0 {
+		t.Fatalf("the refusal answered on the Response Topic: %q", c.early[0].Payload)
+	}
+	c.expectNothing("a refused point read is never answered")
+}
+
+// B8.16: a 3.1.1 client cannot give a Response Topic, so its point read is
+// refused, and a 3.1.1 refusal of a PUBLISH closes the connection.
+func TestLatestPointReadFrom311ClosesTheConnection(t *testing.T) {
+	b := latestBroker(t)
+	pub := dialRaw(t, b.addr, codec.Version5)
+	pub.mustConnect("pub", nil)
+	pub.set("state/a", "v", 1)
+	c := dialRaw(t, b.addr, codec.Version311)
+	c.mustConnect("old", nil)
+	c.publish("$saguin/kv/get", []byte("state/a"), 1, 1)
+	c.expectClosed()
+}
+
+// B11.1: a schema registry is an ordinary latest channel; a `schema` User
+// Property on a value passes through to subscribers, while `saguin-schema`
+// (reserved prefix) is stripped.
+func TestLatestSchemaUserPropertyPassesAndSaguinSchemaIsStripped(t *testing.T) {
+	b := latestBroker(t)
+	pub := dialRaw(t, b.addr, codec.Version5)
+	pub.mustConnect("pub", nil)
+	p := &codec.Publish{QoS: 1, PacketID: 1, Topic: []byte("state/temp"), Payload: []byte("21.5")}
+	withUser("schema", "schemas/temp/v1", "saguin-schema", "forged")(&p.Properties)
+	pub.sendPublish(p)
+	if code := pub.expectAck(codec.TypePuback, 1); code != codec.Success {
+		t.Fatalf("PUBACK 0x%02x", byte(code))
+	}
+	sub := dialRaw(t, b.addr, codec.Version5)
+	sub.mustConnect("sub", nil)
+	sub.mustSubscribe(1, "state/#", 1)
+	got := sub.expectPublish()
+	if string(got.Payload) != "21.5" || label(got, "schema") != "schemas/temp/v1" {
+		t.Fatalf("got %q schema %q, want 21.5 with schema schemas/temp/v1", got.Payload, label(got, "schema"))
+	}
+	if v := label(got, "saguin-schema"); v != "" {
+		t.Fatalf("saguin-schema %q reached the subscriber, want it stripped", v)
+	}
+}
+
+// B11.3: a retained Will whose topic a latest channel claims becomes that
+// topic's value (the availability pattern): a later subscriber's state pass
+// and a point read both carry it.
+func TestLatestRetainedWillBecomesTheValue(t *testing.T) {
+	b := latestBroker(t)
+	w := dialRaw(t, b.addr, codec.Version5)
+	w.mustConnect("watch", nil)
+	w.mustSubscribe(1, "state/#", 1)
+	dev := dialRaw(t, b.addr, codec.Version5)
+	dev.mustConnect("dev", will("state/dev/status", "offline", 1, true, 0))
+	dev.drop()
+	if p := w.expectPublish(); string(p.Topic) != "state/dev/status" || string(p.Payload) != "offline" {
+		t.Fatalf("watcher got %s %q, want the Will", p.Topic, p.Payload)
+	}
+	sub := dialRaw(t, b.addr, codec.Version5)
+	sub.mustConnect("sub", nil)
+	sub.mustSubscribe(1, "state/#", 1)
+	if p := sub.expectPublish(); string(p.Topic) != "state/dev/status" || string(p.Payload) != "offline" || !p.Retain {
+		t.Fatalf("state pass %s %q retain %v, want the Will as the value with RETAIN", p.Topic, p.Payload, p.Retain)
+	}
+	asker := dialRaw(t, b.addr, codec.Version5)
+	asker.mustConnect("asker", nil)
+	if code := asker.pointRead("state/dev/status", 1, "r", nil); code != codec.Success {
+		t.Fatalf("point read PUBACK 0x%02x", byte(code))
+	}
+	if p := asker.reply(); string(p.Payload) != "offline" {
+		t.Fatalf("point read %q, want offline", p.Payload)
+	}
+}
