@@ -87,9 +87,13 @@ func TestWillReCheckedAsItsArmingClientWhenItFires(t *testing.T) {
 	narrowed := strings.Replace(authACL, "    - topic: iot/%u/#\n      allow: [write, read]\n", "    - topic: iot/%u/#\n      allow: [read]\n", 1)
 	os.WriteFile(filepath.Join(b.dir, "acl.yaml"), []byte(narrowed), 0o600)
 	b.signal(syscall.SIGUSR1)
-	b.log.wait(regexp.MustCompile(`credentials re-read and in force`), waitLong)
+	if b.log.wait(regexp.MustCompile(`credentials re-read and in force`), waitLong) == "" {
+		t.Fatal("the re-read never said it was in force")
+	}
 	dev.drop()
-	b.log.wait(regexp.MustCompile(`msg="Will not published" .*client_id=`+regexp.QuoteMeta(id)+`.*acl_file`), waitLong)
+	if b.log.wait(regexp.MustCompile(`msg="Will not published" .*client_id=`+regexp.QuoteMeta(id)+`.*acl_file`), waitLong) == "" {
+		t.Fatal("no line says the Will was not published for the acl_file")
+	}
 	watcher.expectNothing("a Will the acl_file no longer grants")
 }
 

@@ -123,7 +123,9 @@ func TestWrongAndMissingCredentialsAreBothBadUserNameOrPassword(t *testing.T) {
 			if want := refusedCode(v, codec.BadUserNameOrPassword, codec.ConnRefusedBadUserNamePassword); ack.ReasonCode != want {
 				t.Errorf("%s: CONNACK 0x%02x, want 0x%02x", tc.name, byte(ack.ReasonCode), byte(want))
 			}
-			b.log.wait(regexp.MustCompile(`client_id=`+regexp.QuoteMeta(id)+`.*why="`+tc.log), waitLong)
+			if b.log.wait(regexp.MustCompile(`client_id=`+regexp.QuoteMeta(id)+`.*why="`+tc.log), waitLong) == "" {
+				t.Errorf("%s: no refusal line for %s saying why=%q", tc.name, id, tc.log)
+			}
 		}
 		c := dialRaw(t, b.addr, v)
 		c.mustConnect(clientID(t, "right"), login("device-7", "pw7"))
@@ -211,7 +213,9 @@ func TestClientIDsMismatchIsBadUserNameOrPassword(t *testing.T) {
 		if want := refusedCode(v, codec.BadUserNameOrPassword, codec.ConnRefusedBadUserNamePassword); ack.ReasonCode != want {
 			t.Fatalf("CONNACK 0x%02x, want 0x%02x", byte(ack.ReasonCode), byte(want))
 		}
-		b.log.wait(regexp.MustCompile(`client_id=south-1.*client_ids`), waitLong)
+		if b.log.wait(regexp.MustCompile(`client_id=south-1.*client_ids`), waitLong) == "" {
+			t.Fatal("no refusal line for south-1 naming client_ids")
+		}
 		dialRaw(t, b.addr, v).mustConnect("north-"+uniq(t), login("north", "pwn"))
 	})
 }
@@ -329,7 +333,9 @@ func TestSIGUSR1AppliesNewUsersAndGrantsToOpenConnections(t *testing.T) {
 	narrowed := strings.Replace(authACL, "    - topic: alerts/#\n      allow: [read]\n", "    - topic: alerts/page/#\n      allow: [read]\n", 1)
 	os.WriteFile(filepath.Join(b.dir, "acl.yaml"), []byte(narrowed), 0o600)
 	b.signal(syscall.SIGUSR1)
-	b.log.wait(regexp.MustCompile(`credentials re-read and in force.*users`), waitLong)
+	if b.log.wait(regexp.MustCompile(`credentials re-read and in force.*users`), waitLong) == "" {
+		t.Fatal("the re-read never said it was in force")
+	}
 
 	dialRaw(t, b.addr, codec.Version5).mustConnect(clientID(t, "new-late"), login("device-9", "pw9"))
 	// The open subscription is asked again at delivery: alerts/a is no
@@ -352,7 +358,9 @@ func TestSIGUSR1WithABrokenFileChangesNothing(t *testing.T) {
 	aclPath := filepath.Join(b.dir, "acl.yaml")
 	os.WriteFile(aclPath, []byte(authACL+"clients:\n  x: [device]\n"), 0o600)
 	b.signal(syscall.SIGUSR1)
-	b.log.wait(regexp.MustCompile(`level=ERROR.*SIGUSR1.*`+regexp.QuoteMeta(aclPath)), waitLong)
+	if b.log.wait(regexp.MustCompile(`level=ERROR.*SIGUSR1.*`+regexp.QuoteMeta(aclPath)), waitLong) == "" {
+		t.Fatalf("no error line of the re-read names %s", aclPath)
+	}
 	// The password file did load, and is not applied either.
 	c := dialRaw(t, b.addr, codec.Version5)
 	if ack := c.connect(clientID(t, "new"), login("device-9", "pw9")); ack.ReasonCode != codec.BadUserNameOrPassword {
@@ -364,8 +372,13 @@ func TestSIGUSR1WithABrokenFileChangesNothing(t *testing.T) {
 	if code := d.expectPuback(1); code != codec.Success {
 		t.Fatalf("the old grants are gone: 0x%02x", byte(code))
 	}
-	b.signal(syscall.SIGUSR1) // the broker still answers signals
-	b.log.wait(regexp.MustCompile(`level=ERROR.*SIGUSR1`), time.Second)
+	// The broker still answers signals: a second re-read of the same broken
+	// file logs a second error line.
+	seen := len(b.log.snapshot())
+	b.signal(syscall.SIGUSR1)
+	if waitLogFrom(b.log, seen, regexp.MustCompile(`level=ERROR.*SIGUSR1.*`+regexp.QuoteMeta(aclPath)), waitLong) == "" {
+		t.Fatal("a second SIGUSR1 was not answered")
+	}
 }
 
 // AMB-24: SIGUSR1 is one step - with the configuration, the password file
@@ -562,4 +575,27 @@ users:
 		t.Fatalf("wide was offered %q at attempt %d, want site 2's job at attempt 1 (refusing it to narrow spent none)", o.Payload, offerAttempt(t, o))
 	}
 	narrow.expectNothing("site 2's job is not narrow's to take")
+}
+
+// waitLogFrom is logLines.wait over the lines from index from on only, so a
+// line a step logged before is not taken for one it logs again.
+func waitLogFrom(l *logLines, from int, re *regexp.Regexp, d time.Duration) string {
+	deadline := time.After(d)
+	for i := from; ; {
+		l.mu.Lock()
+		for ; i < len(l.lines); i++ {
+			if re.MatchString(l.lines[i]) {
+				s := l.lines[i]
+				l.mu.Unlock()
+				return s
+			}
+		}
+		grow := l.grow
+		l.mu.Unlock()
+		select {
+		case <-grow:
+		case <-deadline:
+			return ""
+		}
+	}
 }
