@@ -4,7 +4,9 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -785,5 +787,64 @@ func TestLatestRetainedWillBecomesTheValue(t *testing.T) {
 	}
 	if p := asker.reply(); string(p.Payload) != "offline" {
 		t.Fatalf("point read %q, want offline", p.Payload)
+	}
+}
+
+// B8.17: both point-read refusal codes are counted in
+// saguin_publish_refused_total by code.
+func TestLatestPointReadRefusalsAreCountedByCode(t *testing.T) {
+	ob := startOps(t, t.TempDir(), opsTCP+"\nmin_scrape_interval: 60s", brokerConfig{Channels: latestChannel})
+	c := dialRaw(t, ob.addr, codec.Version5)
+	c.mustConnect("asker", nil)
+	if got := c.pointRead("other/a", 1, "r", nil); got != codec.TopicNameInvalid {
+		t.Fatalf("broadcast key: PUBACK 0x%02x, want 0x90", byte(got))
+	}
+	if got := c.pointRead("other/b", 2, "r", nil); got != codec.TopicNameInvalid {
+		t.Fatalf("broadcast key: PUBACK 0x%02x, want 0x90", byte(got))
+	}
+	if got := c.pointRead("", 3, "r", nil); got != codec.ImplementationSpecificError {
+		t.Fatalf("empty key: PUBACK 0x%02x, want 0x83", byte(got))
+	}
+	_, body := ob.get(t, "GET", "/metrics")
+	fams := parseScrape(t, body)
+	if v, ok := value(fams["saguin_publish_refused_total"], "reason", "topic name invalid"); !ok || v != 2 {
+		t.Errorf("saguin_publish_refused_total{reason=topic name invalid} = %v %v, want 2", v, ok)
+	}
+	if v, ok := value(fams["saguin_publish_refused_total"], "reason", "implementation specific error"); !ok || v != 1 {
+		t.Errorf("saguin_publish_refused_total{reason=implementation specific error} = %v %v, want 1", v, ok)
+	}
+}
+
+// B8.14: a point read whose roles lack read on that latest channel is
+// refused 0x87 on the PUBACK, with nothing on the Response Topic; a role
+// holding read is answered.
+func TestLatestPointReadWithoutReadIs0x87(t *testing.T) {
+	saguinOnly(t, "the test needs a saguin started with its own acl_file")
+	dir := t.TempDir()
+	pw := writePasswd(t, dir, map[string]string{"writer": "pww", "reader": "pwr"})
+	acl := "roles:\n  writer:\n    - channel: state\n      allow: [write]\n  reader:\n    - channel: state\n      allow: [read]\n" +
+		"users:\n  writer: [writer]\n  reader: [reader]\n"
+	if err := os.WriteFile(filepath.Join(dir, "acl.yaml"), []byte(acl), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	b := startBrokerIn(t, dir, brokerConfig{MQTT: "password_file: " + pw + "\nacl_file: " + filepath.Join(dir, "acl.yaml"),
+		Channels: latestChannel})
+	writer := dialRaw(t, b.addr, codec.Version5)
+	writer.mustConnect("writer-1", login("writer", "pww"))
+	writer.set("state/a", "v", 1)
+	if got := writer.pointRead("state/a", 2, "r", nil); got != codec.NotAuthorized {
+		t.Fatalf("write-only role: PUBACK 0x%02x, want 0x87", byte(got))
+	}
+	if len(writer.early) > 0 {
+		t.Fatalf("the refusal answered on the Response Topic: %q", writer.early[0].Payload)
+	}
+	writer.expectNothing("a refused point read is never answered")
+	reader := dialRaw(t, b.addr, codec.Version5)
+	reader.mustConnect("reader-1", login("reader", "pwr"))
+	if got := reader.pointRead("state/a", 1, "r", nil); got != codec.Success {
+		t.Fatalf("read role: PUBACK 0x%02x, want 0x00", byte(got))
+	}
+	if p := reader.reply(); string(p.Payload) != "v" {
+		t.Fatalf("reply %q, want v", p.Payload)
 	}
 }
