@@ -599,3 +599,56 @@ func waitLogFrom(l *logLines, from int, re *regexp.Regexp, d time.Duration) stri
 		}
 	}
 }
+
+// Checklist A29 (notes-0003 "Sessions: one owner, one ending"): every
+// CONNECT check runs before the named session is looked at, so a CONNECT
+// refused for a wrong password or a client_ids mismatch, naming the client
+// id of a live connection, takes nothing over; and naming a kept session,
+// even with Clean Start 1, leaves that session as it was.
+func TestA29RefusedConnectChangesNoSession(t *testing.T) {
+	b := authBroker(t, authACL, "")
+	versions(t, func(t *testing.T, v byte) {
+		id := clientID(t, "held")
+		refusals := []struct {
+			name  string
+			login func(*codec.Connect)
+		}{
+			{"wrong password", login("device-7", "nope")},
+			{"client_ids mismatch", login("north", "pwn")},
+		}
+		cleanStart := func(c *codec.Connect) { c.CleanStart = true }
+		refuse := func(f func(*codec.Connect)) {
+			t.Helper()
+			want := refusedCode(v, codec.BadUserNameOrPassword, codec.ConnRefusedBadUserNamePassword)
+			if ack := dialRaw(t, b.addr, v).connect(id, f); ack.ReasonCode != want {
+				t.Fatalf("CONNACK 0x%02x, want 0x%02x", byte(ack.ReasonCode), byte(want))
+			}
+		}
+		pub := dialRaw(t, b.addr, v)
+		pub.mustConnect(clientID(t, "pub"), login("device-7", "pw7"))
+
+		live := dialRaw(t, b.addr, v)
+		live.mustConnect(id, both(login("device-7", "pw7"), freshSession(300)))
+		live.mustSubscribe(1, "iot/device-7/held", 1)
+		for _, r := range refusals {
+			refuse(both(r.login, session(300)))
+		}
+		pub.publish("iot/device-7/held", []byte("still live"), 0, 0)
+		if p := live.expectPublish(); string(p.Payload) != "still live" {
+			t.Fatalf("the live connection got %q after refused CONNECTs naming its id", p.Payload)
+		}
+
+		live.disconnect()
+		for _, r := range refusals {
+			refuse(both(r.login, cleanStart))
+		}
+		again := dialRaw(t, b.addr, v)
+		if ack := again.mustConnect(id, both(login("device-7", "pw7"), session(300))); !ack.SessionPresent {
+			t.Fatal("a refused CONNECT with Clean Start 1 discarded the kept session")
+		}
+		pub.publish("iot/device-7/held", []byte("kept"), 0, 0)
+		if p := again.expectPublish(); string(p.Payload) != "kept" {
+			t.Fatalf("the kept subscription delivered %q", p.Payload)
+		}
+	})
+}

@@ -4,6 +4,7 @@ import (
 	"compress/gzip"
 	"context"
 	"crypto/tls"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -874,5 +875,51 @@ func TestOperationsScrapeCarriesTheQueueFamiliesFromTheEngineCounters(t *testing
 	}
 	if _, ok := value(fams["saguin_channel_records"], "channel", "jobs"); ok {
 		t.Error("saguin_channel_records{channel=jobs} has a series; a queue carries saguin_queue_depth instead")
+	}
+}
+
+// Checklist D8.73 (RFC 0005 "What the /v1 routes answer with"): with no
+// acl_file configured, /v1/operations/acl answers that everything is
+// allowed.
+func TestD8_73OperationsACLRouteWithoutAnACLFile(t *testing.T) {
+	ob := startOps(t, t.TempDir(), opsTCP, brokerConfig{})
+	resp, body := ob.get(t, "GET", "/v1/operations/acl?user=device-7")
+	var got map[string]any
+	if err := json.Unmarshal([]byte(body), &got); err != nil || resp.StatusCode != 200 {
+		t.Fatalf("%d %s: %v", resp.StatusCode, body, err)
+	}
+	if v, ok := got["acl_file"]; !ok || v != nil || got["everything_allowed"] != true || len(got) != 2 {
+		t.Fatalf(`%s, want {"acl_file":null,"everything_allowed":true}`, body)
+	}
+}
+
+// Checklist D8.75 (RFC 0005 "What the /v1 routes answer with"): the acl
+// route answers from the acl_file the broker holds now - after an edit and
+// SIGUSR1, the re-read file's roles.
+func TestD8_75OperationsACLRouteFollowsSIGUSR1(t *testing.T) {
+	dir := t.TempDir()
+	pw := writePasswd(t, dir, authUsers)
+	aclPath := filepath.Join(dir, "acl.yaml")
+	if err := os.WriteFile(aclPath, []byte(authACL), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ob := startOps(t, dir, opsTCP, brokerConfig{MQTT: "password_file: " + pw + "\nacl_file: " + aclPath})
+	if _, body := ob.get(t, "GET", "/v1/operations/acl?user=dashboard"); !strings.Contains(body, `"role":"reader"`) {
+		t.Fatalf("before the re-read: %s", body)
+	}
+	edited := strings.Replace(authACL, "  dashboard: [reader]\n", "  dashboard: [device]\n", 1)
+	if err := os.WriteFile(aclPath, []byte(edited), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, body := ob.get(t, "GET", "/v1/operations/acl?user=dashboard"); !strings.Contains(body, `"role":"reader"`) {
+		t.Fatalf("an edit without SIGUSR1 was applied: %s", body)
+	}
+	ob.signal(syscall.SIGUSR1)
+	if ob.log.wait(regexp.MustCompile(`credentials re-read and in force`), waitLong) == "" {
+		t.Fatal("the re-read never said it was in force")
+	}
+	_, body := ob.get(t, "GET", "/v1/operations/acl?user=dashboard")
+	if !strings.Contains(body, `"role":"device"`) || strings.Contains(body, `"role":"reader"`) {
+		t.Fatalf("after the re-read: %s, want the re-read file's role", body)
 	}
 }
