@@ -848,3 +848,74 @@ func TestLatestPointReadWithoutReadIs0x87(t *testing.T) {
 		t.Fatalf("reply %q, want v", p.Payload)
 	}
 }
+
+// deletionsProp is the saguin-deletions User Property on a SUBSCRIBE.
+var deletionsProp = withUser("saguin-deletions", "")
+
+// B3.6: saguin-deletions covers every filter of its SUBSCRIBE, and a resumed
+// session does not keep it: a later SUBSCRIBE without it gets no deletions.
+func TestLatestSaguinDeletionsCoversThePacketAndIsNotKeptByTheSession(t *testing.T) {
+	b := latestBroker(t)
+	pub := dialRaw(t, b.addr, codec.Version5)
+	pub.mustConnect("pub", nil)
+	pub.set("state/a/x", "1", 1)
+	pub.set("state/a/x", "", 2)
+	pub.set("state/b/y", "1", 3)
+	pub.set("state/b/y", "", 4)
+	pub.set("state/b/z", "1", 5)
+	sub := dialRaw(t, b.addr, codec.Version5)
+	sub.mustConnect("sub", session(600))
+	ack := sub.subscribeWith(1, deletionsProp,
+		codec.Subscription{Filter: []byte("state/a/#"), QoS: 1}, codec.Subscription{Filter: []byte("state/b/#"), QoS: 1})
+	if len(ack.ReasonCodes) != 2 || ack.ReasonCodes[0] != 1 || ack.ReasonCodes[1] != 1 {
+		t.Fatalf("SUBACK %v", ack.ReasonCodes)
+	}
+	got := sub.collectAcked(3)
+	for _, topic := range []string{"state/a/x", "state/b/y"} {
+		if p := got[topic]; p == nil || len(p.Payload) != 0 {
+			t.Fatalf("the state pass lacks the deletion of %s under the second filter too: %v", topic, got)
+		}
+	}
+	sub.ping()
+	sub.disconnect()
+	back := dialRaw(t, b.addr, codec.Version5)
+	if ack := back.mustConnect("sub", session(600)); !ack.SessionPresent {
+		t.Fatal("the session did not resume")
+	}
+	back.mustSubscribe(2, "state/b/#", 1)
+	if p := back.expectPublish(); string(p.Topic) != "state/b/z" || string(p.Payload) != "1" {
+		t.Fatalf("state pass after resume: %s %q, want state/b/z only", p.Topic, p.Payload)
+	} else {
+		back.ackDelivery(p)
+	}
+	back.expectNothing("a deletion: the resumed session does not keep saguin-deletions")
+}
+
+// B5.8: a topic deleted while the session was away is not reported on
+// resume, even to a subscription made with saguin-deletions; a topic
+// changed meanwhile is.
+func TestLatestDeletedWhileAwayIsNotReportedOnResume(t *testing.T) {
+	b := latestBroker(t)
+	pub := dialRaw(t, b.addr, codec.Version5)
+	pub.mustConnect("pub", nil)
+	pub.set("state/a", "1", 1)
+	pub.set("state/b", "1", 2)
+	sub := dialRaw(t, b.addr, codec.Version5)
+	sub.mustConnect("sub", session(600))
+	sub.subscribeWith(1, deletionsProp, codec.Subscription{Filter: []byte("state/#"), QoS: 1})
+	sub.collectAcked(2)
+	sub.ping()
+	sub.disconnect()
+	pub.set("state/a", "", 3)
+	pub.set("state/b", "2", 4)
+	back := dialRaw(t, b.addr, codec.Version5)
+	if ack := back.mustConnect("sub", session(600)); !ack.SessionPresent {
+		t.Fatal("the session did not resume")
+	}
+	p := back.expectPublish()
+	back.ackDelivery(p)
+	if string(p.Topic) != "state/b" || string(p.Payload) != "2" {
+		t.Fatalf("resume sent %s=%q, want state/b=2", p.Topic, p.Payload)
+	}
+	back.expectNothing("the deletion of state/a made while the session was away")
+}
