@@ -652,3 +652,52 @@ func TestA29RefusedConnectChangesNoSession(t *testing.T) {
 		}
 	})
 }
+
+// Checklist A32 (AMB-34): an MQTT 5 CONNECT with a password and no user
+// name offers no user name - it is anonymous, the password ignored: refused
+// 0x86 as "no user name" where anonymous clients are not admitted, admitted
+// in mixed mode.
+func TestA32PasswordWithoutUserNameIsAnonymous(t *testing.T) {
+	passwordOnly := func(c *codec.Connect) { c.PasswordFlag, c.Password = true, []byte("pw7") }
+	closed := authBroker(t, authACL, "")
+	id := clientID(t, "closed")
+	if ack := dialRaw(t, closed.addr, codec.Version5).connect(id, passwordOnly); ack.ReasonCode != codec.BadUserNameOrPassword {
+		t.Fatalf("CONNACK 0x%02x, want 0x86", byte(ack.ReasonCode))
+	}
+	if closed.log.wait(regexp.MustCompile(`client_id=`+regexp.QuoteMeta(id)+`.*why="no user name`), waitLong) == "" {
+		t.Fatal("the refusal does not say the client offered no user name")
+	}
+	mixed := authBroker(t, "", "allow_anonymous: true")
+	dialRaw(t, mixed.addr, codec.Version5).mustConnect(clientID(t, "mixed"), passwordOnly)
+}
+
+// Checklist A42: withdrawing a user from the password file and sending
+// SIGUSR1 refuses that user's next CONNECT and leaves its open connections
+// alone.
+func TestA42WithdrawnUserKeepsItsOpenConnections(t *testing.T) {
+	b := authBroker(t, authACL, "")
+	open := dialRaw(t, b.addr, codec.Version5)
+	open.mustConnect(clientID(t, "open"), login("device-7", "pw7"))
+	open.mustSubscribe(1, "iot/device-7/#", 1)
+	rest := map[string]string{}
+	for u, p := range authUsers {
+		if u != "device-7" {
+			rest[u] = p
+		}
+	}
+	writePasswd(t, b.dir, rest)
+	b.signal(syscall.SIGUSR1)
+	if b.log.wait(regexp.MustCompile(`credentials re-read and in force`), waitLong) == "" {
+		t.Fatal("the re-read never said it was in force")
+	}
+	if ack := dialRaw(t, b.addr, codec.Version5).connect(clientID(t, "new"), login("device-7", "pw7")); ack.ReasonCode != codec.BadUserNameOrPassword {
+		t.Fatalf("the withdrawn user connected again: 0x%02x", byte(ack.ReasonCode))
+	}
+	open.publish("iot/device-7/x", []byte("still here"), 1, 2)
+	if code := open.expectPuback(2); code != codec.Success {
+		t.Fatalf("the open connection's publish: 0x%02x", byte(code))
+	}
+	if p := open.expectPublish(); string(p.Payload) != "still here" {
+		t.Fatalf("the open connection got %q", p.Payload)
+	}
+}

@@ -923,3 +923,32 @@ func TestD8_75OperationsACLRouteFollowsSIGUSR1(t *testing.T) {
 		t.Fatalf("after the re-read: %s, want the re-read file's role", body)
 	}
 }
+
+// Checklist D8.77 (RFC 0005 "What the /v1 routes answer with"):
+// /v1/operations/config reflects startup - an edit of the configuration
+// file followed by SIGUSR1 does not change what it answers.
+func TestD8_77OperationsConfigDoesNotFollowAnEdit(t *testing.T) {
+	dir := t.TempDir()
+	ob := startOps(t, dir, opsTCP, brokerConfig{})
+	_, before := ob.get(t, "GET", "/v1/operations/config")
+	if !strings.Contains(before, `"conformance"`) {
+		t.Fatalf("the broker id is not in %s", before)
+	}
+	cfg := filepath.Join(dir, "saguin.yaml")
+	text, err := os.ReadFile(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	edited := strings.Replace(string(text), "id: conformance\n", "id: conformance-edited\n", 1)
+	if err := os.WriteFile(cfg, []byte(edited), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	seen := len(ob.log.snapshot())
+	ob.signal(syscall.SIGUSR1)
+	if waitLogFrom(ob.log, seen, regexp.MustCompile(`SIGUSR1: `), waitLong) == "" {
+		t.Fatal("the broker did not answer SIGUSR1")
+	}
+	if _, after := ob.get(t, "GET", "/v1/operations/config"); after != before || strings.Contains(after, "conformance-edited") {
+		t.Fatalf("/config changed after an edit and SIGUSR1:\nbefore %s\nafter  %s", before, after)
+	}
+}
