@@ -919,3 +919,24 @@ func TestLatestDeletedWhileAwayIsNotReportedOnResume(t *testing.T) {
 	}
 	back.expectNothing("the deletion of state/a made while the session was away")
 }
+
+// B4.5: delivery waits only on the subscriber: a latest subscriber that
+// reads nothing from its socket does not delay the publisher's PUBACKs.
+func TestLatestSubscriberReadingNothingDoesNotDelayThePublisher(t *testing.T) {
+	b := latestBroker(t)
+	deaf := dialRaw(t, b.addr, codec.Version5)
+	deaf.mustConnect("deaf", nil)
+	deaf.mustSubscribe(1, "state/#", 1)
+	// deaf reads nothing more: 200 values of 32 KiB on distinct topics fill
+	// its socket's buffers many times over.
+	pub := dialRaw(t, b.addr, codec.Version5)
+	pub.mustConnect("pub", nil)
+	value := strings.Repeat("v", 32<<10)
+	start := time.Now()
+	for i := 0; i < 200; i++ {
+		pub.set("state/t"+strconv.Itoa(i), value, uint16(i+1))
+	}
+	if d := time.Since(start); d > waitLong {
+		t.Fatalf("200 PUBACKs took %v with a deaf subscriber", d)
+	}
+}
