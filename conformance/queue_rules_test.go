@@ -1,6 +1,7 @@
 package conformance
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -98,4 +99,62 @@ func TestQueueC3_8OfferCarriesSubscriptionIdentifierAndCountedDownExpiry(t *test
 	}
 	// At least a second has passed since the publish: the interval is counted down.
 	check(again, 99)
+}
+
+// TestQueueC7_2ABackoffMaximumKeyIsRefusedAtStartNamingIt: checklist C7.2 -
+// a queue's retry has no backoff maximum; a file giving one refuses the
+// start and names the key, rather than starting with it ignored.
+func TestQueueC7_2ABackoffMaximumKeyIsRefusedAtStartNamingIt(t *testing.T) {
+	if *brokerFlag != "" {
+		t.Skip("needs a broker started on its own configuration; -broker is set")
+	}
+	code, out := startFailing(t, brokerConfig{Channels: queueChannel + "\n    backoff_max: 10s"}, t.TempDir())
+	if code == 0 || !strings.Contains(out, "channels.jobs.retry.backoff_max") {
+		t.Fatalf("retry.backoff_max: exit %d, want a refusal naming the key; output:\n%s", code, out)
+	}
+}
+
+// TestQueueC11_6DeadLetterChannelPublishedTotalStays0AfterAMove: checklist
+// C11.6 - a dead-letter move is not a publish: after a job is moved,
+// saguin_published_total{channel="jobs__dlq"} is still 0 while the
+// dead-letter channel holds the record.
+func TestQueueC11_6DeadLetterChannelPublishedTotalStays0AfterAMove(t *testing.T) {
+	dir := t.TempDir()
+	yaml := saguinYAML(memoryStorage, "operations:\n  listen:\n    tcp:\n      address: 127.0.0.1:0") +
+		"channels:\n  jobs:\n    type: queue\n    filter: work/+/inspect\n    retry:\n      max_attempts: 1\n"
+	b := startSaguin(t, dir, yaml)
+	ob := &opsBroker{brokerProc: b}
+	if m := opsOpenRE.FindStringSubmatch(b.log.wait(opsOpenRE, 5*time.Second)); m != nil {
+		ob.ops = m[3]
+	}
+	w := queueWorker(t, b.addr, "w1")
+	pub := dialRaw(t, b.addr, codec.Version5)
+	pub.mustConnect("producer", nil)
+	pub.publishQoS1("work/7/inspect", []byte("doomed"), 1)
+	o := w.expectPublishWithin(5 * time.Second)
+	w.ackDelivery(o)
+	w.answer(o, "return")
+	// The move is done once a reader gets the dead letter.
+	r := dialRaw(t, b.addr, codec.Version5)
+	r.mustConnect("dlq-reader", nil)
+	r.mustSubscribe(1, "work/+/inspect/__dlq", 1)
+	if d := r.expectPublishWithin(5 * time.Second); string(d.Payload) != "doomed" {
+		t.Fatalf("dead letter %q", d.Payload)
+	}
+	_, body := ob.get(t, "GET", "/metrics")
+	fams := parseScrape(t, body)
+	for _, w := range []struct {
+		name   string
+		labels []string
+		value  float64
+	}{
+		{"saguin_queue_dead_lettered_total", []string{"channel", "jobs"}, 1},
+		{"saguin_channel_records", []string{"channel", "jobs__dlq"}, 1},
+		{"saguin_published_total", []string{"channel", "jobs__dlq"}, 0},
+		{"saguin_published_total", []string{"channel", "jobs"}, 1},
+	} {
+		if v, ok := value(fams[w.name], w.labels...); !ok || v != w.value {
+			t.Errorf("%s%v = %v (present %v), want %v", w.name, w.labels, v, ok, w.value)
+		}
+	}
 }
