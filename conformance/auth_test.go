@@ -701,3 +701,31 @@ func TestA42WithdrawnUserKeepsItsOpenConnections(t *testing.T) {
 		t.Fatalf("the open connection got %q", p.Payload)
 	}
 }
+
+// Checklist B24: %u and %c are substituted in one pass - a user name holding
+// "%c" and a client id holding "%u" are taken literally, whichever order a
+// two-pass substitution would have run in.
+func TestB24SubstitutionIsOnePass(t *testing.T) {
+	saguinOnly(t, "the test needs a saguin started with its own password file")
+	dir := t.TempDir()
+	pw := writePasswd(t, dir, map[string]string{"u%c": "pwu"})
+	acl := "roles:\n  own:\n    - topic: t/%u/%c/#\n      allow: [write]\nusers:\n  \"u%c\": [own]\n"
+	os.WriteFile(filepath.Join(dir, "acl.yaml"), []byte(acl), 0o600)
+	b := startBrokerIn(t, dir, brokerConfig{MQTT: "password_file: " + pw + "\nacl_file: " + filepath.Join(dir, "acl.yaml")})
+	c := dialRaw(t, b.addr, codec.Version5)
+	c.mustConnect("%u", login("u%c", "pwu"))
+	for i, tc := range []struct {
+		topic string
+		want  codec.ReasonCode
+	}{
+		{"t/u%c/%u/x", codec.Success},
+		{"t/u%u/%u/x", codec.NotAuthorized},  // %u, then %c in the result
+		{"t/u%c/u%c/x", codec.NotAuthorized}, // %c, then %u in the result
+	} {
+		id := uint16(i + 1)
+		c.publish(tc.topic, []byte("x"), 1, id)
+		if got := c.expectPuback(id); got != tc.want {
+			t.Errorf("%s: PUBACK 0x%02x, want 0x%02x", tc.topic, byte(got), byte(tc.want))
+		}
+	}
+}

@@ -952,3 +952,27 @@ func TestD8_77OperationsConfigDoesNotFollowAnEdit(t *testing.T) {
 		t.Fatalf("/config changed after an edit and SIGUSR1:\nbefore %s\nafter  %s", before, after)
 	}
 }
+
+// Checklist B58 (RFC 0005 "The catalogue"): a publish the acl_file refuses
+// 0x87 is counted in saguin_publish_refused_total{reason="not authorized"}.
+func TestB58ACLRefusalIsCountedAsNotAuthorized(t *testing.T) {
+	dir := t.TempDir()
+	pw := writePasswd(t, dir, authUsers)
+	aclPath := filepath.Join(dir, "acl.yaml")
+	if err := os.WriteFile(aclPath, []byte(authACL), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ob := startOps(t, dir, opsTCP+"\nmin_scrape_interval: 60s", brokerConfig{MQTT: "password_file: " + pw + "\nacl_file: " + aclPath})
+	c := dialRaw(t, ob.addr, codec.Version5)
+	c.mustConnect(clientID(t, "dev"), login("device-7", "pw7"))
+	for id := uint16(1); id <= 2; id++ {
+		c.publish("alerts/not-mine", []byte("x"), 1, id)
+		if code := c.expectPuback(id); code != codec.NotAuthorized {
+			t.Fatalf("PUBACK 0x%02x, want 0x87", byte(code))
+		}
+	}
+	_, body := ob.get(t, "GET", "/metrics")
+	if v, ok := value(parseScrape(t, body)["saguin_publish_refused_total"], "reason", "not authorized"); !ok || v != 2 {
+		t.Fatalf(`saguin_publish_refused_total{reason="not authorized"} = %v %v, want 2`, v, ok)
+	}
+}
