@@ -940,3 +940,33 @@ func TestLatestSubscriberReadingNothingDoesNotDelayThePublisher(t *testing.T) {
 		t.Fatalf("200 PUBACKs took %v with a deaf subscriber", d)
 	}
 }
+
+// B7.3: at startup the broker logs, per latest channel, how many values'
+// topics its filter no longer matches; append channels are not checked.
+func TestLatestStartupCountsValuesItsFilterNoLongerMatches(t *testing.T) {
+	dir := t.TempDir()
+	before := "channels:\n  state:\n    type: latest\n    filter: state/#\n  events:\n    type: append\n    filter: events/#\n"
+	b := startSaguin(t, dir, saguinYAML(sqliteStorage, "")+before)
+	pub := dialRaw(t, b.addr, codec.Version5)
+	pub.mustConnect("pub", nil)
+	pub.set("state/kept/a", "1", 1)
+	pub.set("state/old/b", "2", 2)
+	pub.set("state/old/c", "3", 3)
+	pub.set("events/old/x", "4", 4)
+	b.stop()
+	after := "channels:\n  state:\n    type: latest\n    filter: state/kept/#\n  events:\n    type: append\n    filter: events/new/#\n"
+	b = startSaguin(t, dir, saguinYAML(sqliteStorage, "")+after)
+	stray := regexp.MustCompile("filter no longer matches")
+	line := b.log.wait(stray, waitLong)
+	if line == "" || !strings.Contains(line, "values=2") || !strings.Contains(line, "channel=state") {
+		t.Fatalf("startup line %q, want the state channel's 2 values its filter no longer matches", line)
+	}
+	if b.log.wait(regexp.MustCompile("broker started"), waitLong) == "" {
+		t.Fatal("no broker started line")
+	}
+	for _, l := range b.log.snapshot() {
+		if stray.MatchString(l) && l != line {
+			t.Fatalf("a second such line %q: append channels are not checked", l)
+		}
+	}
+}
