@@ -970,3 +970,37 @@ func TestLatestStartupCountsValuesItsFilterNoLongerMatches(t *testing.T) {
 		}
 	}
 }
+
+// B7.2: the broker-wide default_retention_period applies to latest channels
+// too: a channel that sets no retention_period stops serving a value older
+// than the default, on a point read and in a state pass.
+func TestLatestDefaultRetentionPeriodAppliesToLatestChannels(t *testing.T) {
+	storage := strings.Replace(memoryStorage, "default_retention_period: none", "default_retention_period: 2s", 1)
+	b := startSaguin(t, t.TempDir(), saguinYAML(storage, "")+"channels:\n  state:\n    type: latest\n    filter: state/#\n")
+	c := dialRaw(t, b.addr, codec.Version5)
+	c.mustConnect("c", nil)
+	c.set("state/weekly", "v", 1)
+	if code := c.pointRead("state/weekly", 2, "r", nil); code != codec.Success {
+		t.Fatalf("PUBACK 0x%02x", byte(code))
+	}
+	if p := c.reply(); string(p.Payload) != "v" {
+		t.Fatalf("a fresh value read %q, want v", p.Payload)
+	}
+	// The value's age is the rule's subject: ask until it is past the
+	// default (2s) and no longer served, or fail at waitLong.
+	deadline := time.Now().Add(waitLong)
+	for {
+		c.pointRead("state/weekly", 3, "r", nil)
+		if p := c.reply(); len(p.Payload) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("still served %v after the 2s default_retention_period", waitLong)
+		}
+		<-time.After(100 * time.Millisecond) // polling; nothing waits on this
+	}
+	sub := dialRaw(t, b.addr, codec.Version5)
+	sub.mustConnect("sub", nil)
+	sub.mustSubscribe(1, "state/#", 1)
+	sub.expectNothing("a value past default_retention_period in the state pass")
+}
