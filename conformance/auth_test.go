@@ -729,3 +729,42 @@ func TestB24SubstitutionIsOnePass(t *testing.T) {
 		}
 	}
 }
+
+// Checklist B38 (RFC 0002 "Authorization may only narrow"): the structural
+// refusals are evaluated first, so a user granted topic "#" with every
+// verb, and the queue channel's consume, is still refused $SYS, the
+// reserved $saguin/ forms and the queue's wrong forms with the codes an
+// anonymous client gets.
+func TestB38AGrantOfEverythingDoesNotWidenStructuralRefusals(t *testing.T) {
+	saguinOnly(t, "the test needs a saguin started with its own password file")
+	dir := t.TempDir()
+	pw := writePasswd(t, dir, map[string]string{"root": "pwr"})
+	acl := "roles:\n  all:\n    - topic: \"#\"\n      allow: [write, read]\n    - channel: jobs\n      allow: [consume]\nusers:\n  root: [all]\n"
+	os.WriteFile(filepath.Join(dir, "acl.yaml"), []byte(acl), 0o600)
+	b := startBrokerIn(t, dir, brokerConfig{
+		MQTT:     "password_file: " + pw + "\nacl_file: " + filepath.Join(dir, "acl.yaml"),
+		Channels: queueChannel,
+	})
+	c := dialRaw(t, b.addr, codec.Version5)
+	c.mustConnect(clientID(t, "root"), login("root", "pwr"))
+	for i, k := range []struct {
+		filter string
+		want   codec.ReasonCode
+	}{
+		{queueForm, codec.GrantedQoS1}, // the grants are in force
+		{"$SYS/#", codec.NotAuthorized},
+		{"$saguin/queue/nope", codec.TopicFilterInvalid},
+		{"$saguin/queue/#", codec.TopicFilterInvalid},
+		{queueResponse, codec.TopicFilterInvalid},
+		{"work/+/inspect", codec.TopicFilterInvalid},
+		{"$share/g/" + queueForm, codec.NotAuthorized},
+	} {
+		if got := c.subscribe(uint16(10+i), k.filter, 1); len(got) != 1 || got[0] != k.want {
+			t.Errorf("%s: SUBACK %v, want 0x%02x", k.filter, got, byte(k.want))
+		}
+	}
+	c.publish("$SYS/broker/x", []byte("x"), 1, 1)
+	if code := c.expectPuback(1); code != codec.NotAuthorized {
+		t.Errorf("$SYS/broker/x: PUBACK 0x%02x, want 0x87", byte(code))
+	}
+}
