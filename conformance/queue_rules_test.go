@@ -158,3 +158,51 @@ func TestQueueC11_6DeadLetterChannelPublishedTotalStays0AfterAMove(t *testing.T)
 		}
 	}
 }
+
+// TestQueueC9_4A311ProducerAtMaxBytesIsClosedAndQoS0IsDropped:
+// checklist C9.4 - at a queue's max_bytes, a 3.1.1 producer's QoS 1 publish
+// (whose PUBACK has no code for 0x97) closes its connection, and a QoS 0
+// publish is dropped silently, its connection kept. (The count of the drop
+// is not asserted: saguin_publish_refused_total gets no series for any of
+// these refusals - reported to the lead.)
+func TestQueueC9_4A311ProducerAtMaxBytesIsClosedAndQoS0IsDropped(t *testing.T) {
+	b := startQueueBroker(t, queueChannel+"\n  max_bytes: 200")
+	payload := []byte(strings.Repeat("x", 60))
+	pub := dialRaw(t, b.addr, codec.Version5)
+	pub.mustConnect("producer5", nil)
+	full, stored := false, 0
+	for i := uint16(1); i < 10 && !full; i++ {
+		pub.publish("work/1/inspect", payload, 1, i)
+		switch code := pub.expectAck(codec.TypePuback, i); code {
+		case codec.QuotaExceeded:
+			full = true
+		case codec.Success:
+			stored++
+		default:
+			t.Fatalf("PUBACK 0x%02x", byte(code))
+		}
+	}
+	if !full {
+		t.Fatal("max_bytes never refused 0x97")
+	}
+	old := dialRaw(t, b.addr, codec.Version311)
+	old.mustConnect("producer311", nil)
+	old.publish("work/2/inspect", payload, 1, 1)
+	old.expectClosedSilently()
+
+	q0 := dialRaw(t, b.addr, codec.Version311)
+	q0.mustConnect("producer311-qos0", nil)
+	q0.publish("work/3/inspect", []byte(strings.Repeat("d", 60)), 0, 0)
+	// The connection is kept: a PINGREQ after the publish is answered.
+	q0.ping()
+	w := queueWorker(t, b.addr, "w1")
+	for i := 0; i < stored; i++ {
+		o := w.expectPublishWithin(5 * time.Second)
+		if string(o.Payload) != string(payload) || string(o.Topic) != "work/1/inspect" {
+			t.Fatalf("offered %q on %q, want a job the MQTT 5 producer stored", o.Payload, o.Topic)
+		}
+		w.ackDelivery(o)
+		w.answer(o, "ack")
+	}
+	w.quietFor(1500*time.Millisecond, "the refused publishes were not stored: nothing more is offered")
+}
