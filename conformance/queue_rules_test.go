@@ -206,3 +206,30 @@ func TestQueueC9_4A311ProducerAtMaxBytesIsClosedAndQoS0IsDropped(t *testing.T) {
 	}
 	w.quietFor(1500*time.Millisecond, "the refused publishes were not stored: nothing more is offered")
 }
+
+// TestQueueC10_5ARecordAtMaxTopicLevelsIsDeadLetteredOneLevelDeeper:
+// checklist C10.5 - a job whose topic has limits.max_topic_levels levels is
+// dead-lettered one level deeper and kept, read through a shallower #
+// filter, while a point read of the deeper topic is refused.
+func TestQueueC10_5ARecordAtMaxTopicLevelsIsDeadLetteredOneLevelDeeper(t *testing.T) {
+	b := startBroker(t, brokerConfig{Limits: "max_topic_levels: 3",
+		Channels: "jobs:\n  type: queue\n  filter: work/+/inspect\n  retry:\n    max_attempts: 1"})
+	w := queueWorker(t, b.addr, "w1")
+	pub := dialRaw(t, b.addr, codec.Version5)
+	pub.mustConnect("producer", nil)
+	pub.publishQoS1("work/7/inspect", []byte("deep"), 1)
+	o := w.expectPublishWithin(5 * time.Second)
+	w.ackDelivery(o)
+	w.answer(o, "return")
+
+	r := dialRaw(t, b.addr, codec.Version5)
+	r.mustConnect("dlq-reader", nil)
+	if got := r.subscribe(1, "work/7/inspect/__dlq", 1); len(got) != 1 || got[0] == codec.GrantedQoS1 || got[0] == codec.GrantedQoS0 {
+		t.Errorf("a point read four levels deep: SUBACK %v, want a refusal", got)
+	}
+	r.mustSubscribe(2, "work/#", 1)
+	d := r.expectPublishWithin(5 * time.Second)
+	if string(d.Topic) != "work/7/inspect/__dlq" || string(d.Payload) != "deep" {
+		t.Fatalf("through work/#: %q on %q, want the dead letter on work/7/inspect/__dlq", d.Payload, d.Topic)
+	}
+}
