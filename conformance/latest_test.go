@@ -1004,3 +1004,54 @@ func TestLatestDefaultRetentionPeriodAppliesToLatestChannels(t *testing.T) {
 	sub.mustSubscribe(1, "state/#", 1)
 	sub.expectNothing("a value past default_retention_period in the state pass")
 }
+
+// B5.5: a value the subscriber missed (too large for its Maximum Packet
+// Size) holds the mark below it for the session's life: it is re-sent on
+// every resume, not just the first, until a new SUBSCRIBE clears the mark.
+func TestLatestMissedValueMarkLastsUntilANewSubscribe(t *testing.T) {
+	b := latestBroker(t)
+	sub := dialRaw(t, b.addr, codec.Version5)
+	sub.mustConnect("sub", both(session(600), func(c *codec.Connect) {
+		c.Properties.MaximumPacketSize = 200
+		c.Properties.Present.Set(codec.PropMaximumPacketSize)
+	}))
+	sub.mustSubscribe(1, "state/#", 1)
+	pub := dialRaw(t, b.addr, codec.Version5)
+	pub.mustConnect("pub", nil)
+	big := strings.Repeat("x", 500)
+	pub.set("state/big", big, 1)
+	sub.expectDisconnect(codec.PacketTooLarge)
+	resume := func(why string) *raw {
+		t.Helper()
+		c := dialRaw(t, b.addr, codec.Version5)
+		if ack := c.mustConnect("sub", session(600)); !ack.SessionPresent {
+			t.Fatalf("%s: the session did not resume", why)
+		}
+		return c
+	}
+	for _, why := range []string{"first resume", "second resume"} {
+		c := resume(why)
+		p := c.expectPublish()
+		c.ackDelivery(p)
+		if string(p.Topic) != "state/big" || string(p.Payload) != big {
+			t.Fatalf("%s: got %s, want the missed state/big re-sent", why, p.Topic)
+		}
+		c.ping()
+		c.disconnect()
+	}
+	c := resume("third resume")
+	if p := c.expectPublish(); string(p.Topic) != "state/big" {
+		t.Fatalf("third resume: got %s, want state/big", p.Topic)
+	} else {
+		c.ackDelivery(p)
+	}
+	c.mustSubscribe(2, "state/#", 1)
+	if p := c.expectPublish(); string(p.Topic) != "state/big" || !p.Retain {
+		t.Fatalf("state pass: got %s retain %v, want state/big with RETAIN", p.Topic, p.Retain)
+	} else {
+		c.ackDelivery(p)
+	}
+	c.ping()
+	c.disconnect()
+	resume("after the new SUBSCRIBE").expectNothing("a re-send once a new SUBSCRIBE cleared the mark")
+}

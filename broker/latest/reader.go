@@ -307,6 +307,12 @@ func (r *reader) resumeLocked(c delivery.Client, carried []delivery.Unfinished) 
 		r.gen++
 	} else {
 		p.from = r.mark
+		if r.missed != 0 {
+			// A value missed once is re-sent from below on every resume
+			// until a new SUBSCRIBE (B5.5): what an earlier resume handed
+			// out above the mark is not taken as held.
+			r.gen++
+		}
 	}
 	p.gen = r.gen
 	r.marked = false
