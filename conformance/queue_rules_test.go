@@ -233,3 +233,25 @@ func TestQueueC10_5ARecordAtMaxTopicLevelsIsDeadLetteredOneLevelDeeper(t *testin
 		t.Fatalf("through work/#: %q on %q, want the dead letter on work/7/inspect/__dlq", d.Payload, d.Topic)
 	}
 }
+
+// TestQueueC3_3TheTopicDoesNotPickTheWorker: checklist C3.3 - any free
+// worker takes the next job whatever its topic: two jobs on one topic go
+// to two workers at once, rather than the second waiting for the worker
+// holding the first.
+func TestQueueC3_3TheTopicDoesNotPickTheWorker(t *testing.T) {
+	b := startQueueBroker(t, queueChannel)
+	a := queueWorker(t, b.addr, "a")
+	bw := queueWorker(t, b.addr, "b")
+	pub := dialRaw(t, b.addr, codec.Version5)
+	pub.mustConnect("producer", nil)
+	pub.publishQoS1("work/1/inspect", []byte("first"), 1)
+	pub.publishQoS1("work/1/inspect", []byte("second"), 2)
+	got := map[string]bool{}
+	for _, w := range []*raw{a, bw} {
+		o := w.expectPublishWithin(5 * time.Second)
+		got[string(o.Payload)] = true
+	}
+	if !got["first"] || !got["second"] {
+		t.Fatalf("offers %v, want both jobs of the one topic, one to each worker", got)
+	}
+}
