@@ -768,3 +768,32 @@ func TestB38AGrantOfEverythingDoesNotWidenStructuralRefusals(t *testing.T) {
 		t.Errorf("$SYS/broker/x: PUBACK 0x%02x, want 0x87", byte(code))
 	}
 }
+
+// Checklist A30: a socket taken into the overflow budget (the broker at
+// max_connections) is answered 0x89 Server busy (3.1.1: 0x03) whatever it
+// offers - no credential is checked, so a wrong password or none is not
+// answered 0x86. Each case has a broker of its own: the budget's one place
+// is given back some time after the refused socket's close is read.
+func TestA30OverflowSocketIsServerBusyWithNoCredentialChecked(t *testing.T) {
+	saguinOnly(t, "the test needs a saguin started with its own password file")
+	pw := writePasswd(t, t.TempDir(), authUsers)
+	versions(t, func(t *testing.T, v byte) {
+		for _, tc := range []struct {
+			name  string
+			login func(*codec.Connect)
+		}{
+			{"wrong password", login("device-7", "nope")},
+			{"no user name", nil},
+			{"right password", login("device-7", "pw7")},
+		} {
+			b := startBrokerIn(t, t.TempDir(), brokerConfig{MQTT: "password_file: " + pw, Limits: "max_connections: 1"})
+			dialRaw(t, b.addr, codec.Version5).mustConnect(clientID(t, "holder"), login("device-7", "pw7"))
+			c := dialRaw(t, b.addr, v)
+			ack := c.connect(clientID(t, strings.ReplaceAll(tc.name, " ", "-")), tc.login)
+			if want := refusedCode(v, codec.ServerBusy, codec.ConnRefusedServerUnavailable); ack.ReasonCode != want {
+				t.Errorf("%s: CONNACK 0x%02x, want 0x%02x", tc.name, byte(ack.ReasonCode), byte(want))
+			}
+			c.expectClosed()
+		}
+	})
+}
