@@ -1,6 +1,8 @@
 package conformance
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -253,5 +255,33 @@ func TestQueueC3_3TheTopicDoesNotPickTheWorker(t *testing.T) {
 	}
 	if !got["first"] || !got["second"] {
 		t.Fatalf("offers %v, want both jobs of the one topic, one to each worker", got)
+	}
+}
+
+// TestQueueC2_8AWorkerWithoutConsumeIsRefused0x87: checklist C2.8 - the
+// queue's form is granted only to a user whose roles allow consume on the
+// queue; a user granted every topic but not consume is refused 0x87.
+func TestQueueC2_8AWorkerWithoutConsumeIsRefused0x87(t *testing.T) {
+	saguinOnly(t, "the test needs a saguin started with its own password file")
+	dir := t.TempDir()
+	pw := writePasswd(t, dir, map[string]string{"plain": "pwp", "worker": "pww"})
+	acl := "roles:\n  all:\n    - topic: \"#\"\n      allow: [write, read]\n  work:\n    - channel: jobs\n      allow: [consume]\n" +
+		"users:\n  plain: [all]\n  worker: [all, work]\n"
+	if err := os.WriteFile(filepath.Join(dir, "acl.yaml"), []byte(acl), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	b := startBrokerIn(t, dir, brokerConfig{
+		MQTT:     "password_file: " + pw + "\nacl_file: " + filepath.Join(dir, "acl.yaml"),
+		Channels: queueChannel,
+	})
+	for _, k := range []struct {
+		user, pass string
+		want       codec.ReasonCode
+	}{{"plain", "pwp", codec.NotAuthorized}, {"worker", "pww", codec.GrantedQoS1}} {
+		c := dialRaw(t, b.addr, codec.Version5)
+		c.mustConnect(clientID(t, k.user), login(k.user, k.pass))
+		if got := c.subscribe(1, queueForm, 1); len(got) != 1 || got[0] != k.want {
+			t.Errorf("%s: SUBACK %v for the queue's form, want 0x%02x", k.user, got, byte(k.want))
+		}
 	}
 }
