@@ -87,6 +87,7 @@ type fakeClient struct {
 	got     []offer
 	unacked int
 	kicked  codec.ReasonCode
+	fail    int // Deliver calls still to fail, as a connection closing before the write
 }
 
 func (c *fakeClient) ClientID() string { return c.id }
@@ -94,6 +95,10 @@ func (c *fakeClient) Version() byte    { return c.version }
 func (c *fakeClient) Deliver(m *delivery.Message, d delivery.Delivery) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if c.fail > 0 {
+		c.fail--
+		return false
+	}
 	c.got = append(c.got, offer{m, d})
 	c.unacked++
 	return true
@@ -1003,5 +1008,29 @@ func TestReReadGrantingConsumeOffersAtOnce(t *testing.T) {
 	r.e.sync() // the clock not moved: no tick has run
 	if attempt(t, a.last(t)) != 1 {
 		t.Fatal("the job offered after the re-read spent an attempt before it")
+	}
+}
+
+// Checklist C1.3: a job whose PUBLISH never went on the wire - Deliver
+// failed - returns to the queue with no attempt spent, and its next offer
+// is attempt 1.
+func TestC1_3AJobWhosePublishNeverWentOnTheWireReturnsAttemptUnspent(t *testing.T) {
+	r := newRig(t, opts())
+	a := r.worker("a")
+	a.mu.Lock()
+	a.fail = 1
+	a.mu.Unlock()
+	r.publish("work/7/inspect", "x")
+	for i := 0; i < 5 && len(a.offers()) == 0; i++ {
+		r.tick()
+	}
+	a.mu.Lock()
+	failed := a.fail == 0
+	a.mu.Unlock()
+	if !failed {
+		t.Fatal("the job was never handed to Deliver")
+	}
+	if got := attempt(t, a.last(t)); got != 1 {
+		t.Fatalf("after a Deliver that failed, the job was offered at attempt %d, want 1", got)
 	}
 }
