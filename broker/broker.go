@@ -749,7 +749,18 @@ func (b *Broker) Publish(c delivery.Client, p *codec.Publish) (codec.ReasonCode,
 	if eng == nil {
 		return code, why
 	}
-	return eng.Publish(c.ClientID(), p)
+	code, why = eng.Publish(c.ClientID(), p)
+	b.countEngineRefusal(code)
+	return code, why
+}
+
+// countEngineRefusal counts a publish its engine refused (a channel at its
+// max_bytes: 0x97) in saguin_publish_refused_total, as the broker's own
+// refusals are; the engine has logged it.
+func (b *Broker) countEngineRefusal(code codec.ReasonCode) {
+	if code >= 0x80 {
+		b.counters.PublishRefused.Add(delivery.ReasonOf(code))
+	}
 }
 
 // admitPublish is a publish up to its engine: the rate, the bounds, the broker's own

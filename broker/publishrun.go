@@ -28,6 +28,7 @@ func (b *Broker) PublishRun(c delivery.Client, ps []*codec.Publish, codes []code
 		re, ok := eng.(engine.RunPublisher)
 		if !ok {
 			codes[i], whys[i] = eng.Publish(id, ps[i])
+			b.countEngineRefusal(codes[i])
 			i++
 			continue
 		}
@@ -64,6 +65,7 @@ func (b *Broker) publishStretch(re engine.RunPublisher, publisher string, ps []*
 	if len(idx) == 1 {
 		i := idx[0]
 		codes[i], whys[i] = re.(engine.Engine).Publish(publisher, ps[i])
+		b.countEngineRefusal(codes[i])
 		return
 	}
 	var pbuf [maxRunStretch]*codec.Publish
@@ -76,6 +78,7 @@ func (b *Broker) publishStretch(re engine.RunPublisher, publisher string, ps []*
 	re.PublishRun(publisher, sub, cbuf[:len(idx)], wbuf[:len(idx)])
 	for k, i := range idx {
 		codes[i], whys[i] = cbuf[k], wbuf[k]
+		b.countEngineRefusal(cbuf[k])
 	}
 }
 

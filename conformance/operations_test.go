@@ -976,3 +976,37 @@ func TestB58ACLRefusalIsCountedAsNotAuthorized(t *testing.T) {
 		t.Fatalf(`saguin_publish_refused_total{reason="not authorized"} = %v %v, want 2`, v, ok)
 	}
 }
+
+// A publish a channel's engine refuses - a queue at its max_bytes, 0x97 -
+// is counted in saguin_publish_refused_total by its code as the broker's own
+// refusals are (checklist-channels C9.4, the catalogue's row 28), QoS 0 ones
+// included.
+func TestOperationsEngineRefusalIsCountedInPublishRefused(t *testing.T) {
+	dir := t.TempDir()
+	yaml := saguinYAML(memoryStorage, "operations:\n  listen:\n    tcp:\n      address: 127.0.0.1:0") +
+		"channels:\n  jobs:\n    type: queue\n    filter: work/+/inspect\n    max_bytes: 200\n"
+	b := startSaguin(t, dir, yaml)
+	ob := &opsBroker{brokerProc: b}
+	if m := opsOpenRE.FindStringSubmatch(b.log.wait(opsOpenRE, 5*time.Second)); m != nil {
+		ob.ops = m[3]
+	}
+	pub := dialRaw(t, b.addr, codec.Version5)
+	pub.mustConnect("producer", nil)
+	payload := []byte(strings.Repeat("x", 60))
+	refused := 0
+	for i := uint16(1); i < 10; i++ {
+		pub.publish("work/1/inspect", payload, 1, i)
+		if code := pub.expectAck(codec.TypePuback, i); code == codec.QuotaExceeded {
+			refused++
+		}
+	}
+	if refused == 0 {
+		t.Fatal("max_bytes never refused 0x97")
+	}
+	pub.publish("work/1/inspect", payload, 0, 0) // refused too, with no answer
+	pub.ping()
+	_, body := ob.get(t, "GET", "/metrics")
+	if v, ok := value(parseScrape(t, body)["saguin_publish_refused_total"], "reason", "quota exceeded"); !ok || v != float64(refused+1) {
+		t.Fatalf(`saguin_publish_refused_total{reason="quota exceeded"} = %v (present %v), want %d`, v, ok, refused+1)
+	}
+}
