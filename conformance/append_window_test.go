@@ -3,7 +3,6 @@ package conformance
 import (
 	"fmt"
 	"testing"
-	"time"
 
 	"github.com/saguin-edge/saguin/codec"
 )
@@ -19,10 +18,7 @@ func TestAppendWindowOfPublishesSharesSQLiteCommitsAckedInOrder(t *testing.T) {
 	dir := t.TempDir()
 	start := func() *opsBroker {
 		b := startAppend(t, dir, sqliteStorage, "operations:\n  listen:\n    tcp:\n      address: 127.0.0.1:0", "")
-		ob := &opsBroker{brokerProc: b}
-		if m := opsOpenRE.FindStringSubmatch(b.log.wait(opsOpenRE, 5*time.Second)); m != nil {
-			ob.ops = m[3]
-		}
+		ob := withOps(b)
 		if ob.ops == "" {
 			t.Fatalf("no operations door in the log:\n%s", b.log)
 		}

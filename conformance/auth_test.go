@@ -376,7 +376,7 @@ func TestSIGUSR1WithABrokenFileChangesNothing(t *testing.T) {
 	// file logs a second error line.
 	seen := len(b.log.snapshot())
 	b.signal(syscall.SIGUSR1)
-	if waitLogFrom(b.log, seen, regexp.MustCompile(`level=ERROR.*SIGUSR1.*`+regexp.QuoteMeta(aclPath)), waitLong) == "" {
+	if b.log.waitFrom(seen, regexp.MustCompile(`level=ERROR.*SIGUSR1.*`+regexp.QuoteMeta(aclPath)), waitLong) == "" {
 		t.Fatal("a second SIGUSR1 was not answered")
 	}
 }
@@ -575,29 +575,6 @@ users:
 		t.Fatalf("wide was offered %q at attempt %d, want site 2's job at attempt 1 (refusing it to narrow spent none)", o.Payload, offerAttempt(t, o))
 	}
 	narrow.expectNothing("site 2's job is not narrow's to take")
-}
-
-// waitLogFrom is logLines.wait over the lines from index from on only, so a
-// line a step logged before is not taken for one it logs again.
-func waitLogFrom(l *logLines, from int, re *regexp.Regexp, d time.Duration) string {
-	deadline := time.After(d)
-	for i := from; ; {
-		l.mu.Lock()
-		for ; i < len(l.lines); i++ {
-			if re.MatchString(l.lines[i]) {
-				s := l.lines[i]
-				l.mu.Unlock()
-				return s
-			}
-		}
-		grow := l.grow
-		l.mu.Unlock()
-		select {
-		case <-grow:
-		case <-deadline:
-			return ""
-		}
-	}
 }
 
 // Checklist A29 (notes-0003 "Sessions: one owner, one ending"): every

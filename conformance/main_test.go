@@ -86,11 +86,16 @@ func (l *logLines) snapshot() []string {
 	return append([]string(nil), l.lines...)
 }
 
-// wait returns the first line from index from on matching re, or "" at the
-// deadline.
+// wait returns the first line matching re, or "" at the deadline.
 func (l *logLines) wait(re *regexp.Regexp, d time.Duration) string {
+	return l.waitFrom(0, re, d)
+}
+
+// waitFrom returns the first line from index from on matching re, or "" at
+// the deadline: what a test wants when an earlier line would match too.
+func (l *logLines) waitFrom(from int, re *regexp.Regexp, d time.Duration) string {
 	deadline := time.After(d)
-	for i := 0; ; {
+	for i := from; ; {
 		l.mu.Lock()
 		for ; i < len(l.lines); i++ {
 			if re.MatchString(l.lines[i]) {

@@ -177,10 +177,7 @@ func TestPrometheusFiresTheFloorAlertWhenRetentionOvertakesAConsumer(t *testing.
 	dir := t.TempDir()
 	b := startAppend(t, dir, memoryStorage, "session:\n  ack_commit_interval: 10ms\n"+
 		"operations:\n  listen:\n    tcp:\n      address: 127.0.0.1:0", "retention_bytes: 1000")
-	ops := ""
-	if m := opsOpenRE.FindStringSubmatch(b.log.wait(opsOpenRE, 5*time.Second)); m != nil {
-		ops = m[3]
-	}
+	ops := withOps(b).ops
 	lag := dialRaw(t, b.addr, codec.Version5)
 	lag.mustConnect("lagger", freshSession(3600))
 	lag.mustSubscribe(1, "ev/#", 1)

@@ -148,10 +148,7 @@ func TestOperationsConsumersAndPositionLostFollowADurableConsumer(t *testing.T) 
 	dir := t.TempDir()
 	b := startAppend(t, dir, memoryStorage, "session:\n  ack_commit_interval: 10ms\n"+
 		"operations:\n  listen:\n    tcp:\n      address: 127.0.0.1:0", "retention_bytes: 2000")
-	ob := &opsBroker{brokerProc: b}
-	if m := opsOpenRE.FindStringSubmatch(b.log.wait(opsOpenRE, 5*time.Second)); m != nil {
-		ob.ops = m[3]
-	}
+	ob := withOps(b)
 	lag := dialRaw(t, b.addr, codec.Version5)
 	lag.mustConnect("lagger", freshSession(3600))
 	lag.mustSubscribe(1, "ev/#", 1)
@@ -273,10 +270,7 @@ func TestOperationsQueueRouteListsTheJobsAndTheirState(t *testing.T) {
 	yaml := saguinYAML(memoryStorage, "operations:\n  listen:\n    tcp:\n      address: 127.0.0.1:0") +
 		"channels:\n  jobs:\n    type: queue\n    filter: work/+/inspect\n    visibility_timeout: 1h\n"
 	b := startSaguin(t, dir, yaml)
-	ob := &opsBroker{brokerProc: b}
-	if m := opsOpenRE.FindStringSubmatch(b.log.wait(opsOpenRE, 5*time.Second)); m != nil {
-		ob.ops = m[3]
-	}
+	ob := withOps(b)
 	pub := dialRaw(t, b.addr, codec.Version5)
 	pub.mustConnect("producer", nil)
 	for i, p := range []string{"payload-one", "payload-two", "payload-three"} {

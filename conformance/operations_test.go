@@ -38,6 +38,16 @@ type opsBroker struct {
 
 var opsOpenRE = regexp.MustCompile(`msg="operations listener open" .*listener=(\S+) kind=(\S+) address=(\S+)`)
 
+// withOps is b with the operations tcp address its log names (waited for
+// up to 5 s; "" when none opened), for tests that start b themselves.
+func withOps(b *brokerProc) *opsBroker {
+	ob := &opsBroker{brokerProc: b}
+	if m := opsOpenRE.FindStringSubmatch(b.log.wait(opsOpenRE, 5*time.Second)); m != nil {
+		ob.ops = m[3]
+	}
+	return ob
+}
+
 // startOps starts the broker with broker.operations written as ops (lines
 // under broker.operations, $DIR the test's directory) and waits for its
 // operations doors.
@@ -659,10 +669,7 @@ func TestOperationsScrapeCarriesTheChannelFamiliesWhereTheirNumbersExist(t *test
 	yaml := saguinYAML(memoryStorage, "operations:\n  listen:\n    tcp:\n      address: 127.0.0.1:0") +
 		"channels:\n  events:\n    type: append\n    filter: iot/+/events/+\n  state:\n    type: latest\n    filter: iot/+/state/+\n"
 	b := startSaguin(t, dir, yaml)
-	ob := &opsBroker{brokerProc: b}
-	if m := opsOpenRE.FindStringSubmatch(b.log.wait(opsOpenRE, 5*time.Second)); m != nil {
-		ob.ops = m[3]
-	}
+	ob := withOps(b)
 	// One subscriber declares a partition slice on each channel.
 	part := dialRaw(t, b.addr, codec.Version5)
 	part.mustConnect("slice-0", nil)
@@ -815,10 +822,7 @@ func TestOperationsScrapeCarriesTheQueueFamiliesFromTheEngineCounters(t *testing
 	yaml := saguinYAML(memoryStorage, "operations:\n  listen:\n    tcp:\n      address: 127.0.0.1:0") +
 		"channels:\n  jobs:\n    type: queue\n    filter: work/+/inspect\n    visibility_timeout: 1m\n"
 	b := startSaguin(t, dir, yaml)
-	ob := &opsBroker{brokerProc: b}
-	if m := opsOpenRE.FindStringSubmatch(b.log.wait(opsOpenRE, 5*time.Second)); m != nil {
-		ob.ops = m[3]
-	}
+	ob := withOps(b)
 	w := queueWorker(t, b.addr, "w1")
 	pub := dialRaw(t, b.addr, codec.Version5)
 	pub.mustConnect("producer", nil)
@@ -945,7 +949,7 @@ func TestD8_77OperationsConfigDoesNotFollowAnEdit(t *testing.T) {
 	}
 	seen := len(ob.log.snapshot())
 	ob.signal(syscall.SIGUSR1)
-	if waitLogFrom(ob.log, seen, regexp.MustCompile(`SIGUSR1: `), waitLong) == "" {
+	if ob.log.waitFrom(seen, regexp.MustCompile(`SIGUSR1: `), waitLong) == "" {
 		t.Fatal("the broker did not answer SIGUSR1")
 	}
 	if _, after := ob.get(t, "GET", "/v1/operations/config"); after != before || strings.Contains(after, "conformance-edited") {
@@ -986,10 +990,7 @@ func TestOperationsEngineRefusalIsCountedInPublishRefused(t *testing.T) {
 	yaml := saguinYAML(memoryStorage, "operations:\n  listen:\n    tcp:\n      address: 127.0.0.1:0") +
 		"channels:\n  jobs:\n    type: queue\n    filter: work/+/inspect\n    max_bytes: 200\n"
 	b := startSaguin(t, dir, yaml)
-	ob := &opsBroker{brokerProc: b}
-	if m := opsOpenRE.FindStringSubmatch(b.log.wait(opsOpenRE, 5*time.Second)); m != nil {
-		ob.ops = m[3]
-	}
+	ob := withOps(b)
 	pub := dialRaw(t, b.addr, codec.Version5)
 	pub.mustConnect("producer", nil)
 	payload := []byte(strings.Repeat("x", 60))

@@ -125,10 +125,7 @@ func TestQueueC11_6DeadLetterChannelPublishedTotalStays0AfterAMove(t *testing.T)
 	yaml := saguinYAML(memoryStorage, "operations:\n  listen:\n    tcp:\n      address: 127.0.0.1:0") +
 		"channels:\n  jobs:\n    type: queue\n    filter: work/+/inspect\n    retry:\n      max_attempts: 1\n"
 	b := startSaguin(t, dir, yaml)
-	ob := &opsBroker{brokerProc: b}
-	if m := opsOpenRE.FindStringSubmatch(b.log.wait(opsOpenRE, 5*time.Second)); m != nil {
-		ob.ops = m[3]
-	}
+	ob := withOps(b)
 	w := queueWorker(t, b.addr, "w1")
 	pub := dialRaw(t, b.addr, codec.Version5)
 	pub.mustConnect("producer", nil)

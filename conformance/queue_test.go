@@ -456,10 +456,7 @@ func TestQueueSessionHoldingAFilterTheNewQueueRefusesIsEndedAtStart(t *testing.T
 			t.Errorf("no warning for the session holding %s", w.filter)
 		}
 	}
-	ob := &opsBroker{brokerProc: b}
-	if m := opsOpenRE.FindStringSubmatch(b.log.wait(opsOpenRE, 5*time.Second)); m != nil {
-		ob.ops = m[3]
-	}
+	ob := withOps(b)
 	_, body := ob.get(t, "GET", "/metrics")
 	fams := parseScrape(t, body)
 	if v, ok := value(fams["saguin_sessions_dropped_total"], "cause", "subscription_refused"); !ok || v != 2 {
