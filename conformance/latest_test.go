@@ -59,6 +59,18 @@ func (c *raw) collectAcked(n int) map[string]*codec.Publish {
 	return out
 }
 
+// expectValue reads the next PUBLISH, acknowledges it and fails unless it
+// is topic=payload.
+func (c *raw) expectValue(topic, payload, why string) *codec.Publish {
+	c.t.Helper()
+	p := c.expectPublish()
+	c.ackDelivery(p)
+	if string(p.Topic) != topic || string(p.Payload) != payload {
+		c.t.Fatalf("%s: got %s=%q, want %s=%q", why, p.Topic, p.Payload, topic, payload)
+	}
+	return p
+}
+
 // B3.1, B3.2, B3.4, B3.8: the state pass sends every current value with
 // RETAIN, even where no publisher set it, labelled (MQTT 5) with saguin-id,
 // saguin-offset and saguin-timestamp; 3.1.1 gets topic, payload and RETAIN.
@@ -221,19 +233,11 @@ func TestLatestResumedSessionReceivesOnlyWhatChanged(t *testing.T) {
 		sub.mustConnect("sub", session(600))
 		sub.mustSubscribe(1, "state/#", 1)
 		sub.collectAcked(3)
-		sub.ping()
-		sub.disconnect()
+		sub.leave()
 		pub.set("state/b", "2", 10)
 		pub.set("state/b", "3", 11)
-		back := dialRaw(t, b.addr, v)
-		if ack := back.mustConnect("sub", session(600)); !ack.SessionPresent {
-			t.Fatal("the session did not resume")
-		}
-		p := back.expectPublish()
-		back.ackDelivery(p)
-		if string(p.Topic) != "state/b" || string(p.Payload) != "3" {
-			t.Fatalf("resume sent %s=%q, want state/b=3 only", p.Topic, p.Payload)
-		}
+		back := resume(t, b.addr, v, "sub", 600)
+		back.expectValue("state/b", "3", "resume: only the topic that changed, at its current value")
 		back.expectNothing("topics that did not change while it was away")
 	})
 }
@@ -500,10 +504,7 @@ func TestLatestAfterARestartAResumedSessionGetsTheFullState(t *testing.T) {
 	sub.ping()
 	b.kill9()
 	b = startSaguin(t, dir, yaml)
-	back := dialRaw(t, b.addr, codec.Version5)
-	if ack := back.mustConnect("sub", session(600)); !ack.SessionPresent {
-		t.Fatal("the session did not come back")
-	}
+	back := resume(t, b.addr, codec.Version5, "sub", 600)
 	if got := back.collectAcked(2); len(got) != 2 || !got["state/a"].Retain {
 		t.Fatalf("resume after a restart = %v, want the full state with RETAIN", got)
 	}
@@ -633,10 +634,7 @@ func TestLatestSharedGroupWithAKeptMemberHoldsChangesWhileAway(t *testing.T) {
 	pub.set("state/a", "1", 1)
 	pub.set("state/a", "2", 2)
 	pub.set("state/b", "3", 3)
-	back := dialRaw(t, b.addr, codec.Version5)
-	if ack := back.mustConnect("member", session(300)); !ack.SessionPresent {
-		t.Fatal("the member's session did not survive its disconnect")
-	}
+	back := resume(t, b.addr, codec.Version5, "member", 300)
 	got := back.collectAcked(2)
 	a, bb := got["state/a"], got["state/b"]
 	if a == nil || bb == nil || string(a.Payload) != "2" || string(bb.Payload) != "3" || a.Retain || bb.Retain {
@@ -876,18 +874,10 @@ func TestLatestSaguinDeletionsCoversThePacketAndIsNotKeptByTheSession(t *testing
 			t.Fatalf("the state pass lacks the deletion of %s under the second filter too: %v", topic, got)
 		}
 	}
-	sub.ping()
-	sub.disconnect()
-	back := dialRaw(t, b.addr, codec.Version5)
-	if ack := back.mustConnect("sub", session(600)); !ack.SessionPresent {
-		t.Fatal("the session did not resume")
-	}
+	sub.leave()
+	back := resume(t, b.addr, codec.Version5, "sub", 600)
 	back.mustSubscribe(2, "state/b/#", 1)
-	if p := back.expectPublish(); string(p.Topic) != "state/b/z" || string(p.Payload) != "1" {
-		t.Fatalf("state pass after resume: %s %q, want state/b/z only", p.Topic, p.Payload)
-	} else {
-		back.ackDelivery(p)
-	}
+	back.expectValue("state/b/z", "1", "state pass after resume: state/b/z only")
 	back.expectNothing("a deletion: the resumed session does not keep saguin-deletions")
 }
 
@@ -904,19 +894,11 @@ func TestLatestDeletedWhileAwayIsNotReportedOnResume(t *testing.T) {
 	sub.mustConnect("sub", session(600))
 	sub.subscribeWith(1, deletionsProp, codec.Subscription{Filter: []byte("state/#"), QoS: 1})
 	sub.collectAcked(2)
-	sub.ping()
-	sub.disconnect()
+	sub.leave()
 	pub.set("state/a", "", 3)
 	pub.set("state/b", "2", 4)
-	back := dialRaw(t, b.addr, codec.Version5)
-	if ack := back.mustConnect("sub", session(600)); !ack.SessionPresent {
-		t.Fatal("the session did not resume")
-	}
-	p := back.expectPublish()
-	back.ackDelivery(p)
-	if string(p.Topic) != "state/b" || string(p.Payload) != "2" {
-		t.Fatalf("resume sent %s=%q, want state/b=2", p.Topic, p.Payload)
-	}
+	back := resume(t, b.addr, codec.Version5, "sub", 600)
+	back.expectValue("state/b", "2", "resume: the topic changed while away")
 	back.expectNothing("the deletion of state/a made while the session was away")
 }
 
@@ -1021,37 +1003,17 @@ func TestLatestMissedValueMarkLastsUntilANewSubscribe(t *testing.T) {
 	big := strings.Repeat("x", 500)
 	pub.set("state/big", big, 1)
 	sub.expectDisconnect(codec.PacketTooLarge)
-	resume := func(why string) *raw {
-		t.Helper()
-		c := dialRaw(t, b.addr, codec.Version5)
-		if ack := c.mustConnect("sub", session(600)); !ack.SessionPresent {
-			t.Fatalf("%s: the session did not resume", why)
-		}
-		return c
-	}
 	for _, why := range []string{"first resume", "second resume"} {
-		c := resume(why)
-		p := c.expectPublish()
-		c.ackDelivery(p)
-		if string(p.Topic) != "state/big" || string(p.Payload) != big {
-			t.Fatalf("%s: got %s, want the missed state/big re-sent", why, p.Topic)
-		}
-		c.ping()
-		c.disconnect()
+		c := resume(t, b.addr, codec.Version5, "sub", 600)
+		c.expectValue("state/big", big, why+": the missed value re-sent")
+		c.leave()
 	}
-	c := resume("third resume")
-	if p := c.expectPublish(); string(p.Topic) != "state/big" {
-		t.Fatalf("third resume: got %s, want state/big", p.Topic)
-	} else {
-		c.ackDelivery(p)
-	}
+	c := resume(t, b.addr, codec.Version5, "sub", 600)
+	c.expectValue("state/big", big, "third resume: the missed value re-sent")
 	c.mustSubscribe(2, "state/#", 1)
-	if p := c.expectPublish(); string(p.Topic) != "state/big" || !p.Retain {
-		t.Fatalf("state pass: got %s retain %v, want state/big with RETAIN", p.Topic, p.Retain)
-	} else {
-		c.ackDelivery(p)
+	if p := c.expectValue("state/big", big, "state pass"); !p.Retain {
+		t.Fatal("state pass: state/big without RETAIN")
 	}
-	c.ping()
-	c.disconnect()
-	resume("after the new SUBSCRIBE").expectNothing("a re-send once a new SUBSCRIBE cleared the mark")
+	c.leave()
+	resume(t, b.addr, codec.Version5, "sub", 600).expectNothing("a re-send once a new SUBSCRIBE cleared the mark")
 }

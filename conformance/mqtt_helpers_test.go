@@ -423,6 +423,25 @@ func (c *raw) quietFor(d time.Duration, why string) {
 	}
 }
 
+// resume connects id again with a session of secs and fails unless the
+// broker kept its session (Session Present 1).
+func resume(t testing.TB, addr string, v byte, id string, secs uint32) *raw {
+	t.Helper()
+	c := dialRaw(t, addr, v)
+	if ack := c.mustConnect(id, session(secs)); !ack.SessionPresent {
+		t.Fatalf("%s: the session did not resume", id)
+	}
+	return c
+}
+
+// leave ends c's connection once the broker has answered everything sent
+// before (the PINGRESP), so a kept session holds all of it.
+func (c *raw) leave() {
+	c.t.Helper()
+	c.ping()
+	c.disconnect()
+}
+
 // disconnect sends a normal DISCONNECT and waits for the close.
 func (c *raw) disconnect() {
 	c.t.Helper()

@@ -6,8 +6,6 @@ import (
 	"regexp"
 	"testing"
 	"time"
-
-	"github.com/saguin-edge/saguin/codec"
 )
 
 // TestQueueMQTTjsWorkerReturnsThenAcksOnTheResponseTopic runs
@@ -20,8 +18,7 @@ import (
 func TestQueueMQTTjsWorkerReturnsThenAcksOnTheResponseTopic(t *testing.T) {
 	node, dir := mqttJS(t)
 	b := startQueueBroker(t, queueChannel)
-	pub := dialRaw(t, b.addr, codec.Version5)
-	pub.mustConnect("producer", nil)
+	pub := queueProducer(t, b.addr)
 	pub.publishQoS1("work/7/inspect", []byte("inspect pump 7"), 1)
 
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)

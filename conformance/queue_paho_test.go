@@ -7,8 +7,6 @@ import (
 	"time"
 
 	"github.com/eclipse/paho.golang/paho"
-
-	"github.com/saguin-edge/saguin/codec"
 )
 
 // TestQueuePahoGolangWorkerAcksOnTheResponseTopic: a worker written with
@@ -41,8 +39,7 @@ func TestQueuePahoGolangWorkerAcksOnTheResponseTopic(t *testing.T) {
 	if err != nil || len(ack.Reasons) != 1 || ack.Reasons[0] != 1 {
 		t.Fatalf("SUBACK %+v, %v", ack, err)
 	}
-	pub := dialRaw(t, b.addr, codec.Version5)
-	pub.mustConnect("producer", nil)
+	pub := queueProducer(t, b.addr)
 	want := []string{"j1", "j2", "j3", "j4"}
 	for i, j := range want {
 		pub.publishQoS1("work/1/inspect", []byte(j), uint16(i+1))

@@ -28,8 +28,7 @@ func TestQueueRedriveRepublishesDeadLettersAsNewJobs(t *testing.T) {
 		t.Fatalf("building examples/redrive: %v\n%s", err, out)
 	}
 	b := startQueueBroker(t, "jobs:\n  type: queue\n  filter: jobs/#\n  retry:\n    max_attempts: 1")
-	pub := dialRaw(t, b.addr, codec.Version5)
-	pub.mustConnect("producer", nil)
+	pub := queueProducer(t, b.addr)
 	p := &codec.Publish{QoS: 1, PacketID: 1, Topic: []byte("jobs/pump/7"), Payload: []byte("inspect pump 7")}
 	p.Properties.ContentType = []byte("text/plain")
 	p.Properties.User = []codec.UserProperty{{Key: []byte("saguin-id"), Value: []byte("order-42")}, {Key: []byte("site"), Value: []byte("depot")}}
@@ -41,8 +40,7 @@ func TestQueueRedriveRepublishesDeadLettersAsNewJobs(t *testing.T) {
 	pub.publishQoS1("jobs/valve/3", []byte("inspect valve 3"), 2)
 	w := queueWorker(t, b.addr, "failing")
 	for i := 0; i < 2; i++ {
-		o := w.expectPublishWithin(5 * time.Second)
-		w.ackDelivery(o)
+		o := w.takeOffer()
 		w.answer(o, "return")
 	}
 	for _, off := range []string{"1", "2"} {
@@ -66,8 +64,7 @@ func TestQueueRedriveRepublishesDeadLettersAsNewJobs(t *testing.T) {
 	again := queueWorker(t, b.addr, "fixed")
 	got := map[string]*codec.Publish{}
 	for i := 0; i < 2; i++ {
-		o := again.expectPublishWithin(5 * time.Second)
-		again.ackDelivery(o)
+		o := again.takeOffer()
 		again.answer(o, "ack")
 		got[string(o.Topic)] = o
 	}

@@ -16,8 +16,7 @@ import (
 // its jobs in offset order, the order they were stored in.
 func TestQueueC3_11OffersGoOutInOffsetOrder(t *testing.T) {
 	b := startQueueBroker(t, queueChannel)
-	pub := dialRaw(t, b.addr, codec.Version5)
-	pub.mustConnect("producer", nil)
+	pub := queueProducer(t, b.addr)
 	want := []string{"j1", "j2", "j3", "j4"}
 	for i, p := range want {
 		pub.publishQoS1("work/"+p+"/inspect", []byte(p), uint16(i+1))
@@ -42,8 +41,7 @@ func TestQueueC4_4AWorkerOfTwoQueuesHoldsOneJobFromEach(t *testing.T) {
 	if got := w.subscribe(2, "$saguin/queue/mail", 1); len(got) != 1 || got[0] != codec.GrantedQoS1 {
 		t.Fatalf("SUBACK %v for the second queue's form, want 0x01", got)
 	}
-	pub := dialRaw(t, b.addr, codec.Version5)
-	pub.mustConnect("producer", nil)
+	pub := queueProducer(t, b.addr)
 	pub.publishQoS1("work/1/inspect", []byte("job-a"), 1)
 	pub.publishQoS1("work/2/inspect", []byte("job-b"), 2)
 	pub.publishQoS1("mail/1", []byte("mail-a"), 3)
@@ -74,8 +72,7 @@ func TestQueueC3_8OfferCarriesSubscriptionIdentifierAndCountedDownExpiry(t *test
 	if len(ack.ReasonCodes) != 1 || ack.ReasonCodes[0] != codec.GrantedQoS1 {
 		t.Fatalf("SUBACK %v, want 0x01", ack.ReasonCodes)
 	}
-	pub := dialRaw(t, b.addr, codec.Version5)
-	pub.mustConnect("producer", nil)
+	pub := queueProducer(t, b.addr)
 	p := &codec.Publish{QoS: 1, PacketID: 1, Topic: []byte("work/1/inspect"), Payload: []byte("a")}
 	p.Properties.MessageExpiry = 100
 	p.Properties.Present.Set(codec.PropMessageExpiry)
@@ -127,11 +124,9 @@ func TestQueueC11_6DeadLetterChannelPublishedTotalStays0AfterAMove(t *testing.T)
 	b := startSaguin(t, dir, yaml)
 	ob := withOps(b)
 	w := queueWorker(t, b.addr, "w1")
-	pub := dialRaw(t, b.addr, codec.Version5)
-	pub.mustConnect("producer", nil)
+	pub := queueProducer(t, b.addr)
 	pub.publishQoS1("work/7/inspect", []byte("doomed"), 1)
-	o := w.expectPublishWithin(5 * time.Second)
-	w.ackDelivery(o)
+	o := w.takeOffer()
 	w.answer(o, "return")
 	// The move is done once a reader gets the dead letter.
 	r := dialRaw(t, b.addr, codec.Version5)
@@ -214,11 +209,9 @@ func TestQueueC10_5ARecordAtMaxTopicLevelsIsDeadLetteredOneLevelDeeper(t *testin
 	b := startBroker(t, brokerConfig{Limits: "max_topic_levels: 3",
 		Channels: "jobs:\n  type: queue\n  filter: work/+/inspect\n  retry:\n    max_attempts: 1"})
 	w := queueWorker(t, b.addr, "w1")
-	pub := dialRaw(t, b.addr, codec.Version5)
-	pub.mustConnect("producer", nil)
+	pub := queueProducer(t, b.addr)
 	pub.publishQoS1("work/7/inspect", []byte("deep"), 1)
-	o := w.expectPublishWithin(5 * time.Second)
-	w.ackDelivery(o)
+	o := w.takeOffer()
 	w.answer(o, "return")
 
 	r := dialRaw(t, b.addr, codec.Version5)
@@ -241,8 +234,7 @@ func TestQueueC3_3TheTopicDoesNotPickTheWorker(t *testing.T) {
 	b := startQueueBroker(t, queueChannel)
 	a := queueWorker(t, b.addr, "a")
 	bw := queueWorker(t, b.addr, "b")
-	pub := dialRaw(t, b.addr, codec.Version5)
-	pub.mustConnect("producer", nil)
+	pub := queueProducer(t, b.addr)
 	pub.publishQoS1("work/1/inspect", []byte("first"), 1)
 	pub.publishQoS1("work/1/inspect", []byte("second"), 2)
 	got := map[string]bool{}

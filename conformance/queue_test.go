@@ -57,6 +57,23 @@ func offerAttempt(t *testing.T, p *codec.Publish) int {
 	return n
 }
 
+// queueProducer is a connected MQTT 5 client that publishes jobs.
+func queueProducer(t *testing.T, addr string) *raw {
+	t.Helper()
+	pub := dialRaw(t, addr, codec.Version5)
+	pub.mustConnect("producer", nil)
+	return pub
+}
+
+// takeOffer reads the next offer, waiting up to 5 s, and acknowledges its
+// PUBLISH: the lease's visibility timeout starts at that PUBACK.
+func (c *raw) takeOffer() *codec.Publish {
+	c.t.Helper()
+	o := c.expectPublishWithin(5 * time.Second)
+	c.ackDelivery(o)
+	return o
+}
+
 // answer publishes ack or return for offer o on its Response Topic, at QoS 0
 // (a QoS 1 answer's PUBACK would interleave with the next offer).
 func (c *raw) answer(o *codec.Publish, payload string) {
@@ -140,8 +157,7 @@ func TestQueueOfferFromA311ProducerCarriesResponseTopicAndDeliveryID(t *testing.
 func TestQueueAckResolvesAndTheNextJobIsOfferedAtOnce(t *testing.T) {
 	b := startQueueBroker(t, queueChannel)
 	w := queueWorker(t, b.addr, "w1")
-	pub := dialRaw(t, b.addr, codec.Version5)
-	pub.mustConnect("producer", nil)
+	pub := queueProducer(t, b.addr)
 	pub.publishQoS1("work/1/inspect", []byte("a"), 1)
 	pub.publishQoS1("work/2/inspect", []byte("b"), 2)
 	first := w.expectPublishWithin(5 * time.Second)
@@ -176,8 +192,7 @@ func TestQueueResponseToNoQueueIs0x90(t *testing.T) {
 func TestQueueVisibilityTimeoutFromThePubackOffersTheNextAttempt(t *testing.T) {
 	b := startQueueBroker(t, queueChannel)
 	w := queueWorker(t, b.addr, "w1")
-	pub := dialRaw(t, b.addr, codec.Version5)
-	pub.mustConnect("producer", nil)
+	pub := queueProducer(t, b.addr)
 	pub.publishQoS1("work/1/inspect", []byte("a"), 1)
 	o := w.expectPublishWithin(5 * time.Second)
 	w.ackDelivery(o) // the 1 s visibility timeout starts here
@@ -190,11 +205,9 @@ func TestQueueVisibilityTimeoutFromThePubackOffersTheNextAttempt(t *testing.T) {
 func TestQueueReturnOffersAgainWithTheNextAttempt(t *testing.T) {
 	b := startQueueBroker(t, queueChannel)
 	w := queueWorker(t, b.addr, "w1")
-	pub := dialRaw(t, b.addr, codec.Version5)
-	pub.mustConnect("producer", nil)
+	pub := queueProducer(t, b.addr)
 	pub.publishQoS1("work/1/inspect", []byte("a"), 1)
-	o := w.expectPublishWithin(5 * time.Second)
-	w.ackDelivery(o)
+	o := w.takeOffer()
 	w.answer(o, "return")
 	again := w.expectPublishWithin(5 * time.Second)
 	if offerAttempt(t, again) != 2 {
@@ -205,11 +218,9 @@ func TestQueueReturnOffersAgainWithTheNextAttempt(t *testing.T) {
 func TestQueueWorkerDisconnectReturnsItsJob(t *testing.T) {
 	b := startQueueBroker(t, queueChannel)
 	a := queueWorker(t, b.addr, "a")
-	pub := dialRaw(t, b.addr, codec.Version5)
-	pub.mustConnect("producer", nil)
+	pub := queueProducer(t, b.addr)
 	pub.publishQoS1("work/1/inspect", []byte("a"), 1)
-	o := a.expectPublishWithin(5 * time.Second)
-	a.ackDelivery(o)
+	a.takeOffer()
 	a.expectNothing("leased")
 	bw := queueWorker(t, b.addr, "b")
 	a.drop()
@@ -222,8 +233,7 @@ func TestQueueWorkerDisconnectReturnsItsJob(t *testing.T) {
 func TestQueueRetainDroppedOnTheOffer(t *testing.T) {
 	b := startQueueBroker(t, queueChannel)
 	w := queueWorker(t, b.addr, "w1")
-	pub := dialRaw(t, b.addr, codec.Version5)
-	pub.mustConnect("producer", nil)
+	pub := queueProducer(t, b.addr)
 	pub.sendPublish(&codec.Publish{QoS: 1, PacketID: 1, Retain: true, Topic: []byte("work/1/inspect"), Payload: []byte("r")})
 	if code := pub.expectAck(codec.TypePuback, 1); code != codec.Success {
 		t.Fatalf("a retained queue publish PUBACK 0x%02x, want 0x00", byte(code))
@@ -236,8 +246,7 @@ func TestQueueRetainDroppedOnTheOffer(t *testing.T) {
 
 func TestQueueAtMaxBytesRefuses0x97AndRecovers(t *testing.T) {
 	b := startQueueBroker(t, queueChannel+"\n  max_bytes: 200")
-	pub := dialRaw(t, b.addr, codec.Version5)
-	pub.mustConnect("producer", nil)
+	pub := queueProducer(t, b.addr)
 	payload := []byte(strings.Repeat("x", 60))
 	refused := false
 	for i := uint16(1); i < 10; i++ {
@@ -253,8 +262,7 @@ func TestQueueAtMaxBytesRefuses0x97AndRecovers(t *testing.T) {
 		t.Fatal("max_bytes never refused 0x97")
 	}
 	w := queueWorker(t, b.addr, "w1")
-	o := w.expectPublishWithin(5 * time.Second)
-	w.ackDelivery(o)
+	o := w.takeOffer()
 	w.answer(o, "ack")
 	// Logged once the store has the job resolved and its bytes free.
 	if b.log.wait(regexp.MustCompile(`queue: acknowledged`), 5*time.Second) == "" {
@@ -275,18 +283,18 @@ func TestQueueAckFromMosquittoPubIsIgnored(t *testing.T) {
 	}
 	b := startQueueBroker(t, queueChannel)
 	w := queueWorker(t, b.addr, "w1")
-	pub := dialRaw(t, b.addr, codec.Version5)
-	pub.mustConnect("producer", nil)
+	pub := queueProducer(t, b.addr)
 	pub.publishQoS1("work/1/inspect", []byte("a"), 1)
-	o := w.expectPublishWithin(5 * time.Second)
-	w.ackDelivery(o)
+	o := w.takeOffer()
 	host, port := hostPort(t, b.addr)
 	out, err := exec.Command("mosquitto_pub", "-h", host, "-p", port, "-V", "mqttv5", "-q", "1", "-i", "intruder",
 		"-t", queueResponse, "-m", "ack", "-D", "publish", "correlation-data", string(o.Properties.CorrelationData)).CombinedOutput()
 	if err != nil {
 		t.Fatalf("mosquitto_pub: %v: %s", err, out)
 	}
-	b.log.wait(regexp.MustCompile(`answer ignored.*client_id=intruder.*held by another session`), 5*time.Second)
+	if b.log.wait(regexp.MustCompile(`answer ignored.*client_id=intruder.*held by another session`), 5*time.Second) == "" {
+		t.Fatal("no log line for the intruder's ignored answer")
+	}
 	// Still the worker's: its own return is applied and the job comes back.
 	w.answer(o, "return")
 	again := w.expectPublishWithin(5 * time.Second)
@@ -303,19 +311,18 @@ func TestQueueKill9RestartOnSqliteOffersEveryUnresolvedJobAttemptsKept(t *testin
 	dir := t.TempDir()
 	yaml := saguinYAML(sqliteStorage, "") + "channels:\n  jobs:\n    type: queue\n    filter: work/+/inspect\n    visibility_timeout: 1m\n"
 	b := startSaguin(t, dir, yaml)
-	pub := dialRaw(t, b.addr, codec.Version5)
-	pub.mustConnect("producer", nil)
+	pub := queueProducer(t, b.addr)
 	for i, p := range []string{"done", "leased", "waiting"} {
 		pub.publishQoS1("work/1/inspect", []byte(p), uint16(i+1))
 	}
 	w := queueWorker(t, b.addr, "w1")
-	o := w.expectPublishWithin(5 * time.Second)
-	w.ackDelivery(o)
+	o := w.takeOffer()
 	w.answer(o, "ack")
-	o2 := w.expectPublishWithin(5 * time.Second)
-	w.ackDelivery(o2)
+	w.takeOffer()
 	w.expectNothing("the second job is leased") // the PUBACK is handled before the PINGRESP
-	b.log.wait(regexp.MustCompile(`queue: leased.*offset=2`), 5*time.Second)
+	if b.log.wait(regexp.MustCompile(`queue: leased.*offset=2`), 5*time.Second) == "" {
+		t.Fatal("no log line for the second job's lease")
+	}
 	b.kill9()
 
 	b2 := startSaguin(t, dir, yaml)
@@ -338,8 +345,7 @@ func TestQueueKill9RestartOnSqliteOffersEveryUnresolvedJobAttemptsKept(t *testin
 func TestQueueDeadLetterAfterTheLastAttemptReadableAsAnAppendChannel(t *testing.T) {
 	b := startQueueBroker(t, "jobs:\n  type: queue\n  filter: work/+/inspect\n  retry:\n    max_attempts: 1")
 	w := queueWorker(t, b.addr, "w1")
-	pub := dialRaw(t, b.addr, codec.Version5)
-	pub.mustConnect("producer", nil)
+	pub := queueProducer(t, b.addr)
 	p := &codec.Publish{QoS: 1, PacketID: 1, Topic: []byte("work/7/inspect"), Payload: []byte("doomed")}
 	p.Properties.ResponseTopic = []byte("producer/replies")
 	p.Properties.CorrelationData = []byte("mine")
@@ -348,10 +354,11 @@ func TestQueueDeadLetterAfterTheLastAttemptReadableAsAnAppendChannel(t *testing.
 	if code := pub.publishAs(p, 1); code != codec.Success {
 		t.Fatalf("PUBACK 0x%02x", byte(code))
 	}
-	o := w.expectPublishWithin(5 * time.Second)
-	w.ackDelivery(o)
+	o := w.takeOffer()
 	w.answer(o, "return")
-	b.log.wait(regexp.MustCompile(`level=WARN msg="queue: dead-lettered".*reason=attempts_exhausted`), 5*time.Second)
+	if b.log.wait(regexp.MustCompile(`level=WARN msg="queue: dead-lettered".*reason=attempts_exhausted`), 5*time.Second) == "" {
+		t.Fatal("no warn line for the dead-letter move")
+	}
 
 	r := dialRaw(t, b.addr, codec.Version5)
 	r.mustConnect("dlq-reader", nil)
@@ -387,11 +394,9 @@ func TestQueueDeadLetterReachesAReaderConnectedBeforeTheMove(t *testing.T) {
 	r.mustConnect("dlq-reader", nil)
 	r.mustSubscribe(1, "work/+/inspect/__dlq", 1)
 	w := queueWorker(t, b.addr, "w1")
-	pub := dialRaw(t, b.addr, codec.Version5)
-	pub.mustConnect("producer", nil)
+	pub := queueProducer(t, b.addr)
 	pub.publishQoS1("work/7/inspect", []byte("doomed"), 1)
-	o := w.expectPublishWithin(5 * time.Second)
-	w.ackDelivery(o)
+	o := w.takeOffer()
 	w.answer(o, "return")
 	d := r.expectPublishWithin(5 * time.Second)
 	if string(d.Topic) != "work/7/inspect/__dlq" || string(d.Payload) != "doomed" {
