@@ -129,7 +129,7 @@ func (c *fakeClient) offers() []offer {
 	defer c.mu.Unlock()
 	return append([]offer(nil), c.got...)
 }
-func (c *fakeClient) last(t *testing.T) offer {
+func (c *fakeClient) last(t testing.TB) offer {
 	t.Helper()
 	o := c.offers()
 	if len(o) == 0 {
@@ -218,6 +218,23 @@ func (r *rig) publish(topic, payload string, mut ...func(*codec.Publish)) codec.
 	}
 	code, _ := r.e.Publish("producer", p)
 	return code
+}
+
+// leased publishes one job, offers it to w and acknowledges the offer's
+// PUBLISH: the job is w's, its visibility timeout running.
+func (r *rig) leased(w *fakeClient) offer {
+	r.publish("work/7/inspect", "x")
+	r.tick()
+	o := w.last(r.t)
+	r.puback(w, o)
+	return o
+}
+
+// deny sets whether the host's ACL refuses id the consume verb.
+func (r *rig) deny(id string, denied bool) {
+	r.host.mu.Lock()
+	r.host.denied[id] = denied
+	r.host.mu.Unlock()
 }
 
 // tick advances the clock by one offer tick and waits for the engine.
@@ -321,10 +338,7 @@ func TestOfferCarriesSaguinExpiresOnlyWhenThePublisherSetAnExpiry(t *testing.T) 
 func TestDeliveryIDIsUniquePerAttempt(t *testing.T) {
 	r := newRig(t, opts())
 	w := r.worker("w1")
-	r.publish("work/7/inspect", "x")
-	r.tick()
-	first := w.last(t)
-	r.puback(w, first)
+	first := r.leased(w)
 	r.answer("w1", first, "return")
 	second := w.last(t)
 	if string(first.m.Props.CorrelationData) == string(second.m.Props.CorrelationData) {
@@ -545,9 +559,7 @@ func TestDisconnectBeforePubackGivesTheJobBackUnspent(t *testing.T) {
 func TestWorkerGoneReturnsItsLeasedJobAtOnce(t *testing.T) {
 	r := newRig(t, opts())
 	a := r.worker("a")
-	r.publish("work/7/inspect", "x")
-	r.tick()
-	r.puback(a, a.last(t))
+	r.leased(a)
 	r.gone("a")
 	if st, _, _ := r.q.State(a.last(t).d.Ref.N); st != store.JobAvailable {
 		t.Fatalf("state %v after the worker left, want available", st)
@@ -562,10 +574,7 @@ func TestWorkerGoneReturnsItsLeasedJobAtOnce(t *testing.T) {
 func TestStaleDeliveryIDResolvesNothing(t *testing.T) {
 	r := newRig(t, opts())
 	w := r.worker("w1")
-	r.publish("work/7/inspect", "x")
-	r.tick()
-	old := w.last(t)
-	r.puback(w, old)
+	old := r.leased(w)
 	r.advance(30*time.Second + Tick) // timed out and offered again
 	r.answer("w1", old, "ack")
 	if r.q.Depth() != 1 || r.e.C.Acknowledged.Load() != 0 || r.e.C.Ignored.Load() != 1 {
@@ -581,10 +590,7 @@ func TestStaleDeliveryIDResolvesNothing(t *testing.T) {
 func TestAnswerFromAnotherSessionIgnored(t *testing.T) {
 	r := newRig(t, opts())
 	w := r.worker("w1")
-	r.publish("work/7/inspect", "x")
-	r.tick()
-	o := w.last(t)
-	r.puback(w, o)
+	o := r.leased(w)
 	r.answer("mosquitto_pub", o, "ack")
 	if r.q.Depth() != 1 || r.e.C.Ignored.Load() != 1 {
 		t.Fatal("an ack from another session resolved the job")
@@ -594,10 +600,7 @@ func TestAnswerFromAnotherSessionIgnored(t *testing.T) {
 func TestAnswerWithAnotherPayloadIgnored(t *testing.T) {
 	r := newRig(t, opts())
 	w := r.worker("w1")
-	r.publish("work/7/inspect", "x")
-	r.tick()
-	o := w.last(t)
-	r.puback(w, o)
+	o := r.leased(w)
 	r.answer("w1", o, "ACK")
 	if r.q.Depth() != 1 || r.e.C.Ignored.Load() != 1 {
 		t.Fatal("a payload other than ack resolved the job")
@@ -607,9 +610,7 @@ func TestAnswerWithAnotherPayloadIgnored(t *testing.T) {
 func TestPubackNeverResolves(t *testing.T) {
 	r := newRig(t, opts())
 	w := r.worker("w1")
-	r.publish("work/7/inspect", "x")
-	r.tick()
-	r.puback(w, w.last(t))
+	r.leased(w)
 	if r.q.Depth() != 1 {
 		t.Fatal("a PUBACK resolved the job (invariant 6)")
 	}
@@ -670,9 +671,7 @@ func TestBackoffGapAlreadyServedOnTimeout(t *testing.T) {
 	o.Backoff, o.BackoffBase = BackoffLinear, 5*time.Second
 	r := newRig(t, o)
 	w := r.worker("w1")
-	r.publish("work/7/inspect", "x")
-	r.tick()
-	r.puback(w, w.last(t))
+	r.leased(w)
 	r.advance(30*time.Second + Tick) // held 30 s > the 5 s gap: served
 	if len(w.offers()) != 2 {
 		t.Fatal("a timed-out job waited a gap it had already served while held")
@@ -776,9 +775,7 @@ func TestExpiredJobOutWithAWorkerExpiresWhenHandedBack(t *testing.T) {
 	o.JobExpiresAfter, o.VisibilityTimeout = time.Minute, 50*time.Second
 	r := newRig(t, o)
 	w := r.worker("w1")
-	r.publish("work/7/inspect", "x")
-	r.tick()
-	r.puback(w, w.last(t))
+	r.leased(w)
 	r.advance(45 * time.Second)
 	if len(dlq(t, r)) != 0 {
 		t.Fatal("the sweep touched a job out with a worker")
@@ -949,9 +946,7 @@ func FuzzParseDeliveryID(f *testing.F) {
 func TestWorkerTheACLRefusesConsumeIsPassedOverAttemptUnspent(t *testing.T) {
 	r := newRig(t, opts())
 	a := r.worker("a")
-	r.host.mu.Lock()
-	r.host.denied["a"] = true
-	r.host.mu.Unlock()
+	r.deny("a", true)
 	r.publish("work/7/inspect", "x")
 	r.tick()
 	if len(a.offers()) != 0 {
@@ -993,17 +988,13 @@ func TestNarrowedWorkerIsOfferedALaterJobItMayTake(t *testing.T) {
 func TestReReadGrantingConsumeOffersAtOnce(t *testing.T) {
 	r := newRig(t, opts())
 	a := r.worker("a")
-	r.host.mu.Lock()
-	r.host.denied["a"] = true
-	r.host.mu.Unlock()
+	r.deny("a", true)
 	r.publish("work/7/inspect", "x")
 	r.tick()
 	if len(a.offers()) != 0 {
 		t.Fatal("a worker the acl_file refuses was offered a job")
 	}
-	r.host.mu.Lock()
-	r.host.denied["a"] = false
-	r.host.mu.Unlock()
+	r.deny("a", false)
 	r.host.reread()
 	r.e.sync() // the clock not moved: no tick has run
 	if attempt(t, a.last(t)) != 1 {
