@@ -103,7 +103,7 @@ func (l *latestStore) putLocked(v store.Value, relief bool) (store.Value, error)
 	if !v.Deleted {
 		l.values++
 	}
-	l.compact()
+	l.entries = compactSlots(l.entries, l.topics, &l.gone)
 	return v, nil
 }
 
@@ -198,7 +198,7 @@ func (l *latestStore) Trim(valuesBefore, deletionsBefore time.Time) (int, int64,
 	if removed > 0 {
 		l.p.refund(freed)
 		lost = l.pos.passed(oldFloor, l.floor)
-		l.compact()
+		l.entries = compactSlots(l.entries, l.topics, &l.gone)
 	}
 	l.mu.Unlock()
 	l.p.reportRemoved(l.name, removed, lost)
@@ -219,25 +219,6 @@ func (l *latestStore) sweepAge(now time.Time) int {
 	}
 	n, _, _ := l.Trim(vb, db)
 	return n
-}
-
-// compact removes gone slots once they are half the slice, in place: the
-// survivors move down within the same array (each written at or before where
-// it is read), so a channel whose topics are replaced allocates nothing.
-func (l *latestStore) compact() {
-	if l.gone == 0 || l.gone < len(l.entries)/2 {
-		return
-	}
-	live := l.entries[:0]
-	for i := range l.entries {
-		if !l.entries[i].gone {
-			l.topics[l.entries[i].v.Topic] = len(live)
-			live = append(live, l.entries[i])
-		}
-	}
-	clear(l.entries[len(live):])
-	l.entries = live
-	l.gone = 0
 }
 
 // ReleaseHeld implements store.Holder: the held record becomes the topic's

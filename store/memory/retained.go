@@ -66,7 +66,7 @@ func (r *retainedStore) putLocked(rec store.Record) {
 	r.next++
 	r.topics[rec.Topic] = len(r.entries)
 	r.entries = append(r.entries, retainedEntry{r: rec})
-	r.compact()
+	r.entries = compactSlots(r.entries, r.topics, &r.gone)
 }
 
 // Set implements store.Retained: at the provider's bound the new value is
@@ -111,7 +111,7 @@ func (r *retainedStore) removeLocked(i int) {
 	delete(r.topics, r.entries[i].r.Topic)
 	r.entries[i] = retainedEntry{gone: true}
 	r.gone++
-	r.compact()
+	r.entries = compactSlots(r.entries, r.topics, &r.gone)
 }
 
 // Get implements store.Retained.
@@ -216,7 +216,7 @@ func (r *retainedStore) Trim(before time.Time) (int, error) {
 			removed++
 		}
 	}
-	r.compact()
+	r.entries = compactSlots(r.entries, r.topics, &r.gone)
 	r.bytes -= freed
 	r.p.refund(freed)
 	r.mu.Unlock()
@@ -231,24 +231,6 @@ func (r *retainedStore) sweepAge(now time.Time) int {
 	}
 	n, _ := r.Trim(now.Add(-period))
 	return n
-}
-
-// compact removes gone slots once they are half the slice, in place (as
-// latestStore.compact). r.mu held.
-func (r *retainedStore) compact() {
-	if r.gone == 0 || r.gone < len(r.entries)/2 {
-		return
-	}
-	live := r.entries[:0]
-	for i := range r.entries {
-		if !r.entries[i].gone {
-			r.topics[r.entries[i].r.Topic] = len(live)
-			live = append(live, r.entries[i])
-		}
-	}
-	clear(r.entries[len(live):])
-	r.entries = live
-	r.gone = 0
 }
 
 var _ store.Retained = (*retainedStore)(nil)
