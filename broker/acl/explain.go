@@ -86,11 +86,13 @@ func (g *Grants) WriteRows(w io.Writer, asked string, b Bounds) {
 		gr := &g.List[i]
 		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", asked, gr.Role, gr.Kind, gr.subject(), gr.verbsColumn(), rate, bytes)
 	}
+	// A rule is named by its subject as the file writes it: a channel
+	// rule's filter alone would not say which channel it narrows.
 	for _, u := range g.Unresolved {
-		fmt.Fprintf(w, "# %s: role %s, %s %s (line %d) uses %%c and no client id was given, so it is not resolved; give one after the user name\n", asked, u.Role, u.Rule.Kind, u.Rule.Filter, u.Rule.Line)
+		fmt.Fprintf(w, "# %s: role %s, %s %s (line %d) uses %%c and no client id was given, so it is not resolved; give one after the user name\n", asked, u.Role, u.Rule.Kind, ruleSubject(u.Rule), u.Rule.Line)
 	}
 	for _, u := range g.Withheld {
-		fmt.Fprintf(w, "# %s: role %s, %s %s (line %d) is withheld: the name it would put in holds +, # or /, or is empty\n", asked, u.Role, u.Rule.Kind, u.Rule.Filter, u.Rule.Line)
+		fmt.Fprintf(w, "# %s: role %s, %s %s (line %d) is withheld: the name it would put in holds +, # or /, or is empty\n", asked, u.Role, u.Rule.Kind, ruleSubject(u.Rule), u.Rule.Line)
 	}
 }
 
