@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"crypto/tls"
+	"errors"
 	"io"
 	"log/slog"
 	"net"
@@ -203,18 +204,47 @@ func TestClientCertificateNamesTheClient(t *testing.T) {
 		t.Fatalf("a control character in the CN: CONNACK %v, want 0x86", ack.ReasonCode)
 	}
 
+	// Each refusal is the handshake's: a TLS alert, whether the client sees
+	// it in its handshake (1.2) or at its first read (1.3, where the
+	// client's certificate is read after the server's Finished) - with a
+	// CONNECT sent, so that a broker serving the connection would answer it
+	// and a broker leaving it open would time the read out.
 	other := certstest.NewCA(t, "other-ca")
-	for what, leaf := range map[string]*certstest.Leaf{
-		"another authority's": other.Issue(t, certstest.Spec{CN: "intruder", Client: true}),
-		"an expired":          ca.Issue(t, certstest.Spec{CN: "old", Client: true, Expired: true}),
-		"no":                  nil,
+	for _, c := range []struct {
+		what string
+		leaf *certstest.Leaf
+	}{
+		{"another authority's", other.Issue(t, certstest.Spec{CN: "intruder", Client: true})},
+		{"an expired", ca.Issue(t, certstest.Spec{CN: "old", Client: true, Expired: true})},
+		{"no", nil},
 	} {
-		if c, err := dialTLS(t, s, "required", required, leaf); err == nil {
-			// TLS 1.3 reports the refusal at the first read.
-			if _, _, err := c.next(5 * time.Second); err == nil {
-				t.Errorf("%s certificate was served on a door requiring one", what)
+		for _, version := range []uint16{tls.VersionTLS12, tls.VersionTLS13} {
+			cfg := &tls.Config{RootCAs: ca.Pool(), ServerName: "localhost", MinVersion: version, MaxVersion: version}
+			if c.leaf != nil {
+				cfg.Certificates = []tls.Certificate{c.leaf.TLS}
+			}
+			nc, err := tls.Dial("tcp", s.Addr("required").String(), cfg)
+			if err == nil {
+				nc.SetWriteDeadline(time.Now().Add(5 * time.Second))
+				nc.Write((&codec.Connect{Version: 5, CleanStart: true, ClientID: []byte("refused")}).Append(nil, 5))
+				cl := &rawClient{t: t, nc: nc, version: 5}
+				var h codec.Header
+				if h, _, err = cl.next(5 * time.Second); err == nil {
+					t.Errorf("%s certificate, TLS %x: answered %s on a door requiring one", c.what, version, h.Type)
+				}
+				nc.Close()
+			}
+			// crypto/tls reports an alert the peer sent as a "remote error".
+			var op *net.OpError
+			if err != nil && (!errors.As(err, &op) || op.Op != "remote error") {
+				t.Errorf("%s certificate, TLS %x: %v, want the handshake refused with a TLS alert", c.what, version, err)
 			}
 		}
+	}
+	select {
+	case r := <-h.seen:
+		t.Fatalf("a refused certificate's CONNECT reached the handler: %q", r.ClientID)
+	default:
 	}
 	// require_certificate: false - none presented falls through.
 	cl, err = dialTLS(t, s, "optional", optional, nil)
@@ -230,20 +260,28 @@ func TestClientCertificateNamesTheClient(t *testing.T) {
 }
 
 // RFC 0002: connect_timeout runs from accept over the TLS handshake and the
-// CONNECT together.
+// CONNECT together, on the injected clock: a socket silent in its handshake
+// and one handshaken but silent since are both still open a millisecond
+// before the bound and both closed at it.
 func TestConnectTimeoutCoversTheTLSHandshake(t *testing.T) {
 	f := newTLSFixture(t, false, false)
-	s := startServer(t, netloop.Options{ConnectTimeout: 300 * time.Millisecond, Doors: []netloop.Door{{Name: "tls", Kind: netloop.KindTCP, Address: "127.0.0.1:0", TLS: f.config}}})
+	s, clk := fakeServer(t, netloop.Options{ConnectTimeout: 2 * time.Second, Doors: []netloop.Door{{Name: "tls", Kind: netloop.KindTCP, Address: "127.0.0.1:0", TLS: f.config}}})
 	silent := dialDoor(t, s, "tls", 5) // opens the socket, never says hello
 	handshaken, err := dialTLS(t, s, "tls", f, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	silent.expectClosed()
-	if _, _, err := handshaken.next(5 * time.Second); err == nil {
-		t.Fatal("a handshaken connection that sent no CONNECT was answered")
+	waitFor(t, "both sockets admitted", func() bool { return s.Connections() == 2 })
+	clk.Advance(2*time.Second - time.Millisecond)
+	for what, c := range map[string]*rawClient{"silent": silent, "handshaken": handshaken} {
+		if _, _, err := c.next(50 * time.Millisecond); !isTimeout(err) {
+			t.Fatalf("%s: closed or answered before connect_timeout: %v", what, err)
+		}
 	}
-	eventually(t, "both slots given back", func() bool { return s.Connections() == 0 })
+	clk.Advance(time.Millisecond)
+	silent.expectClosed()
+	handshaken.expectClosed()
+	waitFor(t, "both slots given back", func() bool { return s.Connections() == 0 })
 }
 
 // wsNetConn is a WebSocket client connection seen as a byte stream: writes
@@ -490,26 +528,55 @@ func TestProxyHeaderNamesTheClient(t *testing.T) {
 }
 
 // With proxy_protocol a connection without a v2 header is closed with
-// nothing written: no header, a v1 header, a bad CRC32C, silence.
+// nothing written and the refusal logged at warn with its reason: no
+// header, a v1 header (naming the setting to change), a bad CRC32C, and
+// silence until the bound (min(5 s, connect_timeout), on the injected clock).
 func TestProxyHeaderRequired(t *testing.T) {
-	s := proxyDoor(t, newIdentities(t), 300*time.Millisecond)
+	var logs lockedBuffer
+	s, clk := fakeServer(t, netloop.Options{Handler: newIdentities(t), ConnectTimeout: 300 * time.Millisecond,
+		Logger: slog.New(slog.NewTextHandler(&logs, nil)),
+		Doors:  []netloop.Door{{Name: "proxied", Kind: netloop.KindUnix, Path: filepath.Join(t.TempDir(), "s.sock"), ProxyProtocol: true}}})
 	connect := (&codec.Connect{Version: 5, CleanStart: true, ClientID: []byte("x")}).Append(nil, 5)
 	bad := proxytest.Header{Source: netip.MustParseAddrPort("192.0.2.7:1"), Dest: netip.MustParseAddrPort("10.0.0.1:2"), CRC32C: true, CorruptCRC32C: true}
-	for what, first := range map[string][]byte{
-		"no header":  connect,
-		"v1":         append([]byte("PROXY TCP4 192.0.2.7 10.0.0.1 40000 8883\r\n"), connect...),
-		"bad CRC32C": append(bad.Bytes(), connect...),
-		"silence":    nil,
+	for _, c := range []struct {
+		what   string
+		first  []byte
+		reason string
+	}{
+		{"no header", connect, "did not open with a PROXY protocol v2 header"},
+		{"v1", append([]byte("PROXY TCP4 192.0.2.7 10.0.0.1 40000 8883\r\n"), connect...), "set proxy_protocol v2 at nginx (not on)"},
+		{"bad CRC32C", append(bad.Bytes(), connect...), "CRC32C 0x"},
+		{"silence", nil, "no PROXY header within 300ms of accept"},
 	} {
 		cl := dialDoor(t, s, "proxied", 5)
-		if first != nil {
-			cl.send(first)
+		if c.first != nil {
+			cl.send(c.first)
+		} else {
+			clk.WaitArmed(1) // the header's bound
+			clk.Advance(300 * time.Millisecond)
 		}
-		if h, _, err := cl.next(5 * time.Second); err == nil {
-			t.Errorf("%s: answered %s", what, h.Type)
+		cl.expectClosed()
+		waitFor(t, c.what+" logged", func() bool {
+			return logs.hasLine("level=WARN", `msg="closed: the PROXY header was refused"`, "listener=proxied", c.reason)
+		})
+		waitFor(t, c.what+": the slot back", func() bool { return s.Connections() == 0 })
+	}
+}
+
+// hasLine says whether one line of the log holds every one of parts.
+func (l *lockedBuffer) hasLine(parts ...string) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, line := range strings.Split(l.b.String(), "\n") {
+		all := true
+		for _, p := range parts {
+			all = all && strings.Contains(line, p)
+		}
+		if all {
+			return true
 		}
 	}
-	eventually(t, "every slot back", func() bool { return s.Connections() == 0 })
+	return false
 }
 
 // RFC 0002: a connection that has not sent its PROXY header 5 s after

@@ -196,6 +196,9 @@ func (s *Server) arrive(l *listener, nc net.Conn) {
 // overflow is one socket in the budget: it waits up to 50 ms for a slot; with
 // none, it is answered Server busy if it sends the opening of a CONNECT, and
 // is closed within 100 ms of arriving, or connect_timeout where that is sooner.
+// A ws door's socket is closed at once with nothing written: it is not an
+// MQTT connection until its upgrade, so there is nobody to answer 0x89 to
+// (RFC 0002), even if its first bytes look like a CONNECT.
 func (s *Server) overflow(l *listener, nc net.Conn, w *waiter, arrivedAt time.Time) {
 	defer s.wg.Done()
 	limit := min(overflowClose, s.opts.ConnectTimeout)
@@ -207,13 +210,15 @@ func (s *Server) overflow(l *listener, nc net.Conn, w *waiter, arrivedAt time.Ti
 	case <-s.stop:
 	default:
 		s.counters.ConnectionsRefused.Add(delivery.ReasonOf(codec.ServerBusy))
-		// A socket deadline is checked against the wall clock, whatever
-		// Clock says: what is left of the limit is carried over to it. A
-		// broker running late still reads what the client sent in time:
-		// a deadline already past would refuse even a CONNECT waiting in
-		// the socket, and its close with those bytes unread is a reset.
-		left := max(limit-s.opts.Clock.Now().Sub(arrivedAt), busyReadGrace)
-		answerBusy(nc, time.Now().Add(left))
+		if l.door.Kind != KindWS {
+			// A socket deadline is checked against the wall clock, whatever
+			// Clock says: what is left of the limit is carried over to it. A
+			// broker running late still reads what the client sent in time:
+			// a deadline already past would refuse even a CONNECT waiting in
+			// the socket, and its close with those bytes unread is a reset.
+			left := max(limit-s.opts.Clock.Now().Sub(arrivedAt), busyReadGrace)
+			answerBusy(nc, time.Now().Add(left))
+		}
 	}
 	nc.Close()
 	s.adm.leave()

@@ -1,7 +1,8 @@
 // Package certstest makes the certificates the TLS tests use, in the test
 // itself: an ECDSA P-256 authority, server leaves and client certificates
 // with a Common Name, only a DNS name, neither, a control character, from
-// another authority, or expired.
+// another authority, or expired; an intermediate authority, and a revocation
+// list naming leaves.
 package certstest
 
 import (
@@ -42,7 +43,7 @@ func NewCA(t testing.TB, cn string) *CA {
 		NotAfter:              time.Now().Add(24 * time.Hour),
 		IsCA:                  true,
 		BasicConstraintsValid: true,
-		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
+		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageCRLSign | x509.KeyUsageDigitalSignature,
 	}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
 	if err != nil {
@@ -52,10 +53,54 @@ func NewCA(t testing.TB, cn string) *CA {
 	return &CA{Cert: cert, Key: key, PEM: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})}
 }
 
+// Intermediate makes an authority named cn that ca signs: a leaf it issues
+// verifies against ca's root only with the intermediate sent beside it.
+func (ca *CA) Intermediate(t testing.TB, cn string) *CA {
+	t.Helper()
+	key := newKey(t)
+	tmpl := &x509.Certificate{
+		SerialNumber:          big.NewInt(serial.Add(1)),
+		Subject:               pkix.Name{CommonName: cn},
+		NotBefore:             time.Now().Add(-time.Hour),
+		NotAfter:              time.Now().Add(24 * time.Hour),
+		IsCA:                  true,
+		BasicConstraintsValid: true,
+		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageCRLSign | x509.KeyUsageDigitalSignature,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.Cert, &key.PublicKey, ca.Key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cert, _ := x509.ParseCertificate(der)
+	return &CA{Cert: cert, Key: key, PEM: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})}
+}
+
+// RevocationList is a CRL, DER-encoded, that ca signs and that revokes
+// each of leaves.
+func (ca *CA) RevocationList(t testing.TB, leaves ...*Leaf) []byte {
+	t.Helper()
+	tmpl := &x509.RevocationList{
+		Number:     big.NewInt(serial.Add(1)),
+		ThisUpdate: time.Now().Add(-time.Minute),
+		NextUpdate: time.Now().Add(time.Hour),
+	}
+	for _, l := range leaves {
+		tmpl.RevokedCertificateEntries = append(tmpl.RevokedCertificateEntries, x509.RevocationListEntry{
+			SerialNumber: l.Cert.SerialNumber, RevocationTime: time.Now().Add(-time.Minute),
+		})
+	}
+	der, err := x509.CreateRevocationList(rand.Reader, tmpl, ca.Cert, ca.Key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return der
+}
+
 // Leaf is a signed certificate and its key.
 type Leaf struct {
 	CertPEM, KeyPEM []byte
 	TLS             tls.Certificate
+	Cert            *x509.Certificate
 }
 
 // Spec says what a leaf carries.
@@ -66,6 +111,8 @@ type Spec struct {
 	Client   bool          // client authentication rather than server
 	Expired  bool          // NotAfter an hour ago
 	Validity time.Duration // 0 is a day
+	// CRLs and OCSP are where the leaf says its revocation is published.
+	CRLs, OCSP []string
 }
 
 // Issue signs a leaf.
@@ -92,6 +139,9 @@ func (ca *CA) Issue(t testing.TB, s Spec) *Leaf {
 		NotAfter:     notAfter,
 		KeyUsage:     x509.KeyUsageDigitalSignature,
 		ExtKeyUsage:  []x509.ExtKeyUsage{usage},
+
+		CRLDistributionPoints: s.CRLs,
+		OCSPServer:            s.OCSP,
 	}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.Cert, &key.PublicKey, ca.Key)
 	if err != nil {
@@ -109,6 +159,7 @@ func (ca *CA) Issue(t testing.TB, s Spec) *Leaf {
 	if err != nil {
 		t.Fatal(err)
 	}
+	l.Cert = l.TLS.Leaf
 	return l
 }
 
