@@ -745,7 +745,7 @@ func (b *Broker) storageFailed(what, clientID string, err error) {
 // Publish routes p to the subscribers it reaches and answers its PUBACK
 // code, with why for a refusal.
 func (b *Broker) Publish(c delivery.Client, p *codec.Publish) (codec.ReasonCode, string) {
-	eng, code, why := b.admitPublish(c, p)
+	eng, code, why := b.admitPublish(c, p, nil)
 	if eng == nil {
 		return code, why
 	}
@@ -765,8 +765,10 @@ func (b *Broker) countEngineRefusal(code codec.ReasonCode) {
 
 // admitPublish is a publish up to its engine: the rate, the bounds, the broker's own
 // topics (answered here), the structural rules and the acl_file. It returns
-// the engine whose Publish takes p, or nil with p's answer.
-func (b *Broker) admitPublish(c delivery.Client, p *codec.Publish) (engine.Engine, codec.ReasonCode, string) {
+// the engine whose Publish takes p, or nil with p's answer. route is p's
+// topic's engine when the caller has looked it up already (a publish run),
+// nil to have it looked up here.
+func (b *Broker) admitPublish(c delivery.Client, p *codec.Publish, route engine.Engine) (engine.Engine, codec.ReasonCode, string) {
 	// The rate comes first: before the topic is resolved or anything kept,
 	// so nothing accumulates whatever an over-eager client does. Said at
 	// debug, since a client held to its rate makes one line per publish.
@@ -820,7 +822,10 @@ func (b *Broker) admitPublish(c delivery.Client, p *codec.Publish) (engine.Engin
 	if code, why := b.authorizePublish(c, p); code != codec.Success {
 		return nil, code, why
 	}
-	eng := b.routes.target(p.Topic) // a channel's, or broadcast
+	eng := route
+	if eng == nil {
+		eng = b.routes.target(p.Topic) // a channel's, or broadcast
+	}
 	if deadLetterTarget(eng) {
 		return answered(b.refusePublish(c.ClientID(), p, codec.NotAuthorized, "the topic is in dead-letter channel "+eng.Name()+", which only its queue's dead-letter move writes"))
 	}

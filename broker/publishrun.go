@@ -19,7 +19,7 @@ func (b *Broker) PublishRun(c delivery.Client, ps []*codec.Publish, codes []code
 	id := c.ClientID()
 	var stretch [maxRunStretch]int // indexes into ps of the stretch being gathered
 	for i := 0; i < len(ps); {
-		eng, code, why := b.admitPublish(c, ps[i])
+		eng, code, why := b.admitPublish(c, ps[i], nil)
 		if eng == nil {
 			codes[i], whys[i] = code, why
 			i++
@@ -36,7 +36,8 @@ func (b *Broker) PublishRun(c delivery.Client, ps []*codec.Publish, codes []code
 		stretch[n], n = i, n+1
 		j := i + 1
 		for ; j < len(ps) && n < len(stretch) && b.plainFor(ps[j], eng); j++ {
-			e2, code, why := b.admitPublish(c, ps[j])
+			// plainFor found eng its route: admitted without a second look-up.
+			e2, code, why := b.admitPublish(c, ps[j], eng)
 			if e2 == nil {
 				codes[j], whys[j] = code, why // refused in its place, stored nowhere
 				continue
