@@ -106,6 +106,10 @@ type Engine struct {
 	clients map[string]delivery.Client
 	groups  map[string]*group
 	closed  bool
+	// live is a copy of consumers' values for live hand-overs (readers),
+	// made again once liveStale says one was added or removed.
+	live      atomic.Pointer[[]*consumer]
+	liveStale atomic.Bool
 
 	flushWake chan struct{}
 	quit      chan struct{}
@@ -263,16 +267,27 @@ func (e *Engine) Released(r engine.Released) {
 // would be: connected consumers read it now, shared groups are offered it.
 // It counts nothing published: nobody published it (RFC 0005
 // saguin_published_total{channel="<q>__dlq"} is always 0).
-func (e *Engine) Appended(r *store.Record) { e.deliverLive(r) }
+// The consumers are woken to read it rather than handed it: the queue's
+// goroutine makes the move, and a hand-over asks the acl_file, which takes
+// session locks a broker call waiting on that goroutine may hold.
+func (e *Engine) Appended(r *store.Record) {
+	e.pokeAll()
+	e.offerGroups(unsafe.Slice(r, 1))
+}
 
-// deliverLive wakes every consumer (each reads the new record from the log at
-// its own position) and hands the record to the shared groups.
+// deliverLive hands a record just stored to the consumers at it (handOver;
+// the others are woken to read it from the log at their own positions) and
+// offers it to the shared groups.
 func (e *Engine) deliverLive(r *store.Record) { e.deliverLiveRun(unsafe.Slice(r, 1)) }
 
-// deliverLiveRun is deliverLive for records in offset order: the consumers
-// are woken once, and the shared groups offered each in turn.
+// deliverLiveRun is deliverLive for records in offset order.
 func (e *Engine) deliverLiveRun(rs []store.Record) {
-	e.pokeAll()
+	e.handOver(rs)
+	e.offerGroups(rs)
+}
+
+// offerGroups offers records, in offset order, to every shared group.
+func (e *Engine) offerGroups(rs []store.Record) {
 	e.mu.Lock()
 	var gs []*group
 	for _, g := range e.groups {
@@ -300,6 +315,7 @@ func (e *Engine) consumerLocked(clientID string) *consumer {
 		c.client, c.era = cl, 1
 	}
 	e.consumers[clientID] = c
+	e.liveStale.Store(true)
 	return c
 }
 
@@ -457,6 +473,7 @@ func (e *Engine) End(s engine.Session) {
 		e.positionLostAtConnect(s.ClientID(), pos, floor)
 	}
 	delete(e.consumers, s.ClientID())
+	e.liveStale.Store(true)
 	e.mu.Unlock()
 	if c != nil {
 		c.mu.Lock()
@@ -555,8 +572,15 @@ func (e *Engine) Ack(s engine.Session, ref delivery.Ref, stage engine.AckStage, 
 	if ref.Attempt == c.era {
 		c.acked(ref.N)
 	}
+	// Woken only with something left to send: a consumer caught up is
+	// handed the next record by its publisher, and an acknowledgement of
+	// every live delivery waking its goroutine for nothing was half the
+	// goroutine wakes of a live fan-out.
+	behind := c.next < e.store.Next()
 	c.mu.Unlock()
-	c.poke()
+	if behind {
+		c.poke()
+	}
 	return true
 }
 

@@ -180,7 +180,7 @@ func (e *Engine) serve(c *consumer) {
 		c.running = false
 		c.mu.Unlock()
 	}()
-	var out channel.Out
+	var b builds
 	var ids []uint32
 	buf := make([]store.Record, 0, readBatch)
 	for {
@@ -190,7 +190,7 @@ func (e *Engine) serve(c *consumer) {
 		case <-c.wake:
 		}
 		for {
-			more, blocked := e.serveOnce(c, &out, &ids, &buf)
+			more, blocked := e.serveOnce(c, &b, &ids, &buf)
 			if blocked {
 				e.clk.AfterFunc(retryAfter, c.poke)
 			}
@@ -204,7 +204,7 @@ func (e *Engine) serve(c *consumer) {
 // serveOnce reads one batch from c's next offset and sends what can go now.
 // more: a full batch went, read again; blocked: stopped short with nothing
 // sure to wake it.
-func (e *Engine) serveOnce(c *consumer, out *channel.Out, ids *[]uint32, buf *[]store.Record) (more, blocked bool) {
+func (e *Engine) serveOnce(c *consumer, b *builds, ids *[]uint32, buf *[]store.Record) (more, blocked bool) {
 	c.mu.Lock()
 	cl, from, era := c.client, c.next, c.era
 	idle := cl == nil || len(c.subs) == 0 || c.ended || c.paused || (e.o.InFlightBytes > 0 && c.inflightBytes >= e.o.InFlightBytes)
@@ -218,7 +218,7 @@ func (e *Engine) serveOnce(c *consumer, out *channel.Out, ids *[]uint32, buf *[]
 	// passed it: reading the batch again for every acknowledgement cost a
 	// replaying consumer a read (on sqlite a query) per record.
 	if rest, ok := unsent(*buf, from); ok && from >= e.store.Floor() {
-		sent, more, blocked := e.sendFrom(c, rest, cl, era, out, ids)
+		sent, more, blocked := e.sendFrom(c, rest, cl, era, b, ids)
 		return more || sent == len(rest), blocked
 	}
 	w, err := e.store.ReadFrom(from, readBatch, (*buf)[:0])
@@ -238,7 +238,7 @@ func (e *Engine) serveOnce(c *consumer, out *channel.Out, ids *[]uint32, buf *[]
 		return false, true
 	}
 	*buf = w.Records
-	sent, more, blocked := e.sendFrom(c, w.Records, cl, era, out, ids)
+	sent, more, blocked := e.sendFrom(c, w.Records, cl, era, b, ids)
 	return more || (sent == len(w.Records) && len(w.Records) == readBatch), blocked
 }
 
@@ -254,76 +254,114 @@ func unsent(buf []store.Record, from uint64) ([]store.Record, bool) {
 
 // sendFrom sends records, which start at c's next offset, while the
 // connection can take them, and says how many went. more: c moved meanwhile
-// (a seek, a resume, a floor passed), read again from its next; blocked:
-// stopped short with nothing sure to wake it.
-func (e *Engine) sendFrom(c *consumer, records []store.Record, cl delivery.Client, era uint32, out *channel.Out, ids *[]uint32) (sent int, more, blocked bool) {
-	now := e.clk.Now()
-	nowf := func() time.Time { return now }
+// (a seek, a resume, a floor passed, a live hand-over sent some), read
+// again from its next; blocked: stopped short with nothing sure to wake it.
+func (e *Engine) sendFrom(c *consumer, records []store.Record, cl delivery.Client, era uint32, b *builds, ids *[]uint32) (sent int, more, blocked bool) {
+	b.now = e.clk.Now()
+	defer b.release()
+	at := place{client: cl, era: era}
 	for i := range records {
-		r := &records[i]
-		// The acl_file is asked at every delivery (A2.18), before c's lock
-		// is taken: the Host takes the session's shard lock, which the
-		// broker holds when it calls in and takes c's. A refused record
-		// stalls the consumer at its position until a re-read wakes it.
-		if !e.o.Host.Allows(c.id, r.Topic, acl.Read) {
-			return i, false, false
-		}
-		c.mu.Lock()
-		if c.era != era || c.client != cl || c.next != r.Offset || c.ended || c.paused {
-			c.mu.Unlock()
-			return i, true, false // moved meanwhile (a seek, a resume): start again from next
-		}
-		qos, rap, multi, got, ok := c.match(r, *ids)
-		*ids = got
-		if !ok {
-			c.next = r.Offset + 1
-			c.dirty = true
-			c.mu.Unlock()
-			continue
-		}
-		l := channel.Label{Version: cl.Version(), QoS: qos, RetainAsPublished: rap}
-		if multi {
-			l.Channel = e.o.Name
-		}
-		// Pooled: a replaying consumer builds one message per record, and
-		// the connection takes its own reference to what it keeps.
-		m := delivery.AcquireLabelledMessage(out.Build(r, l, now), nowf)
-		d := delivery.Delivery{QoS: qos, Retain: rap && r.Retain, SubscriptionIDs: append([]uint32(nil), got...),
-			Ref: delivery.Ref{Kind: delivery.KindAppend, Attempt: era, N: r.Offset, Name: e.o.Name}}
-		if qos == 0 {
-			d.Ref = delivery.Ref{}
-		}
-		if !cl.Fits(m, d) {
-			// Larger than the client's Maximum Packet Size at the QoS it
-			// goes at: never skipped, the position stays below it (A7.1).
-			c.mu.Unlock()
-			e.log.Warn("a record is larger than the consumer's Maximum Packet Size; disconnecting it (0x95)", "client_id", c.id, "offset", r.Offset)
-			m.Release()
-			cl.Kick(codec.PacketTooLarge)
-			return i, false, false
-		}
-		size := int64(len(m.Topic) + len(m.Payload))
-		if qos > 0 && (!cl.CanTake(m, d) || (e.o.InFlightBytes > 0 && len(c.inflight) > 0 && c.inflightBytes+size > e.o.InFlightBytes)) {
-			ours := len(c.inflight) > 0
-			c.mu.Unlock()
-			m.Release()
-			return i, false, !ours // an ack of ours wakes us; otherwise look again
-		}
-		delivered := cl.Deliver(m, d)
-		m.Release()
-		if !delivered {
-			c.mu.Unlock()
+		switch e.offer(c, &records[i], &at, b, ids) {
+		case handedOver:
+		case handedMoved, handedAlready, handedIdle:
+			return i, true, false // start again from next
+		case handedRefused, handedTooLarge, handedWait:
+			return i, false, false // a re-read, a new connection or an ack of ours wakes c
+		case handedRetry:
 			return i, false, true
 		}
-		e.Counters.Delivered.Add(1)
-		if qos > 0 {
-			c.inflight = append(c.inflight, flight{offset: r.Offset, bytes: size})
-			c.inflightBytes += size
-		} else {
-			c.dirty = true
-		}
-		c.next = r.Offset + 1
-		c.mu.Unlock()
 	}
 	return len(records), false, false
+}
+
+// handed is what offering one record to a consumer came to.
+type handed int
+
+const (
+	handedOver     handed = iota // delivered, or stepped over: no subscription of c's takes it
+	handedIdle                   // c is not being served (no connection or subscription, ended, a seek's reply pending)
+	handedMoved                  // c is not at the record: behind it, or under another era or connection
+	handedAlready                // c is past the record: the other sender sent it
+	handedRefused                // the acl_file refuses it: c stalls at its position until a re-read wakes it
+	handedWait                   // no room now; an acknowledgement of c's wakes it
+	handedRetry                  // no room now, or the connection turned it away; nothing sure to wake c
+	handedTooLarge               // larger than the client's Maximum Packet Size: c is disconnected (0x95)
+)
+
+// place pins an offer to the connection and era a sender read c at; nil
+// takes whatever c has when the offer is made (a live hand-over).
+type place struct {
+	client delivery.Client
+	era    uint32
+}
+
+// offer hands record r to c's connection if c is at r and the connection can
+// take it now, under c.mu: whoever offers - c's goroutine or a publisher's
+// live hand-over - finds c.next at r, so records go out once each and in
+// offset order whichever sends them.
+func (e *Engine) offer(c *consumer, r *store.Record, at *place, b *builds, ids *[]uint32) handed {
+	// The acl_file is asked at every delivery (A2.18), before c's lock
+	// is taken: the Host takes the session's shard lock, which the
+	// broker holds when it calls in and takes c's. A refused record
+	// stalls the consumer at its position until a re-read wakes it.
+	if !e.o.Host.Allows(c.id, r.Topic, acl.Read) {
+		return handedRefused
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	cl, era := c.client, c.era
+	if at != nil && (at.era != era || at.client != cl) {
+		return handedMoved
+	}
+	switch {
+	case cl == nil || len(c.subs) == 0 || c.ended || c.paused:
+		return handedIdle
+	case c.next > r.Offset:
+		return handedAlready
+	case c.next < r.Offset:
+		return handedMoved
+	}
+	qos, rap, multi, got, ok := c.match(r, *ids)
+	*ids = got
+	if !ok {
+		c.next = r.Offset + 1
+		c.dirty = true
+		return handedOver
+	}
+	l := channel.Label{Version: cl.Version(), QoS: qos, RetainAsPublished: rap}
+	if multi {
+		l.Channel = e.o.Name
+	}
+	m := b.message(r, l)
+	d := delivery.Delivery{QoS: qos, Retain: rap && r.Retain, SubscriptionIDs: append([]uint32(nil), got...),
+		Ref: delivery.Ref{Kind: delivery.KindAppend, Attempt: era, N: r.Offset, Name: e.o.Name}}
+	if qos == 0 {
+		d.Ref = delivery.Ref{}
+	}
+	if !cl.Fits(m, d) {
+		// Larger than the client's Maximum Packet Size at the QoS it
+		// goes at: never skipped, the position stays below it (A7.1).
+		e.log.Warn("a record is larger than the consumer's Maximum Packet Size; disconnecting it (0x95)", "client_id", c.id, "offset", r.Offset)
+		cl.Kick(codec.PacketTooLarge)
+		return handedTooLarge
+	}
+	size := int64(len(m.Topic) + len(m.Payload))
+	if qos > 0 && (!cl.CanTake(m, d) || (e.o.InFlightBytes > 0 && len(c.inflight) > 0 && c.inflightBytes+size > e.o.InFlightBytes)) {
+		if len(c.inflight) > 0 {
+			return handedWait
+		}
+		return handedRetry
+	}
+	if !cl.Deliver(m, d) {
+		return handedRetry
+	}
+	e.Counters.Delivered.Add(1)
+	if qos > 0 {
+		c.inflight = append(c.inflight, flight{offset: r.Offset, bytes: size})
+		c.inflightBytes += size
+	} else {
+		c.dirty = true
+	}
+	c.next = r.Offset + 1
+	return handedOver
 }
