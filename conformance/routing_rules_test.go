@@ -1,0 +1,315 @@
+package conformance
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/saguin-edge/saguin/codec"
+)
+
+// Routing a topic to a channel and a filter reaching several channels
+// (checklist-channels.md D1, D2), through the binary. Where a record landed
+// is what its delivery says: a channel record carries saguin-offset, a
+// broadcast message does not, and a delivery on a filter reaching more than
+// one channel names its channel in saguin-channel (A2.5).
+
+// appendChannels is the channels: body of one append channel per
+// name=filter pair.
+func appendChannels(pairs ...string) string {
+	var b strings.Builder
+	for _, p := range pairs {
+		name, filter, _ := strings.Cut(p, "=")
+		fmt.Fprintf(&b, "%s:\n  type: append\n  filter: %s\n", name, filter)
+	}
+	return b.String()
+}
+
+// placement publishes each topic at QoS 1 (topic as payload) and answers
+// where each landed, as a subscriber on # reached by every channel sees it:
+// the channel's name from saguin-channel, "broadcast" for a message with no
+// saguin-offset.
+func placement(t *testing.T, b *brokerProc, topics ...string) map[string]string {
+	t.Helper()
+	sub := dialRaw(t, b.addr, codec.Version5)
+	sub.mustConnect("where", nil)
+	sub.mustSubscribe(1, "#", 1)
+	pub := dialRaw(t, b.addr, codec.Version5)
+	pub.mustConnect("pub", nil)
+	for i, topic := range topics {
+		pub.publishQoS1(topic, []byte(topic), uint16(i+1))
+	}
+	// Each channel is its own delivery routine: order across them is not
+	// fixed, the count is.
+	got := map[string]string{}
+	for _, p := range sub.collect(len(topics)) {
+		where := "broadcast"
+		if _, ok := userProp(p, "saguin-offset"); ok {
+			where, _ = userProp(p, "saguin-channel")
+		}
+		if _, dup := got[string(p.Topic)]; dup {
+			t.Fatalf("%s delivered twice", p.Topic)
+		}
+		got[string(p.Topic)] = where
+	}
+	return got
+}
+
+// wantPlacement fails unless got is exactly want, listing both sorted.
+func wantPlacement(t *testing.T, got, want map[string]string) {
+	t.Helper()
+	if fmt.Sprint(sorted(got)) != fmt.Sprint(sorted(want)) {
+		t.Fatalf("placement\n got %v\nwant %v", sorted(got), sorted(want))
+	}
+}
+
+func sorted(m map[string]string) []string {
+	var out []string
+	for k, v := range m {
+		out = append(out, k+"->"+v)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// D1.1, D1.3: a channel claims what its filter matches by ordinary MQTT
+// matching - + one level, # the last level and zero levels, a filter without
+// # only topics of its own depth - and every other topic is broadcast.
+func TestD1_1ChannelsClaimTopicsByOrdinaryMatching(t *testing.T) {
+	b := startBroker(t, brokerConfig{Channels: appendChannels("deep=ev/+/x/#", "flat=fixed/+")})
+	wantPlacement(t, placement(t, b,
+		"ev/a/x", "ev/a/x/y/z", "ev/a/b/x", "ev/x", "fixed/a", "fixed/a/b", "fixed", "other/t"),
+		map[string]string{
+			"ev/a/x": "deep", "ev/a/x/y/z": "deep", "ev/a/b/x": "broadcast", "ev/x": "broadcast",
+			"fixed/a": "flat", "fixed/a/b": "broadcast", "fixed": "broadcast", "other/t": "broadcast",
+		})
+}
+
+// D1.2: a channel with no filter: claims <name>/#; one with a filter claims
+// only that, its name's topics staying broadcast.
+func TestD1_2AChannelWithoutAFilterClaimsItsNameAndAFilterReplacesThat(t *testing.T) {
+	b := startBroker(t, brokerConfig{Channels: "things:\n  type: append\nlogs:\n  type: append\n  filter: l/#\n"})
+	wantPlacement(t, placement(t, b, "things", "things/a/b", "logs/a", "l/a"),
+		map[string]string{"things": "things", "things/a/b": "things", "logs/a": "broadcast", "l/a": "logs"})
+}
+
+// D1.4, invariant 12: the most exact filter owns a topic, whatever the file
+// order - at the first level that differs a spelled-out level beats + and #,
+// + beats #, and a filter ending there beats one continuing with #.
+func TestD1_4TheMostExactFilterOwnsATopic(t *testing.T) {
+	b := startBroker(t, brokerConfig{Channels: appendChannels(
+		"hash=r/#", "exact=r/k/x", "plus=r/+/x", "khash=r/k/#", "kend=r/k")})
+	wantPlacement(t, placement(t, b, "r/k/x", "r/j/x", "r/k/y", "r/j/y", "r/k", "r"),
+		map[string]string{
+			"r/k/x": "exact", "r/j/x": "plus", "r/k/y": "khash", "r/j/y": "hash", "r/k": "kend", "r": "hash",
+		})
+}
+
+// D1.5: filters identical after brace expansion refuse the start, naming
+// both channels.
+func TestD1_5FiltersIdenticalAfterBraceExpansionRefuseTheStartNamingBoth(t *testing.T) {
+	saguinOnly(t, "a configuration refused at start")
+	code, log := startFailing(t, brokerConfig{Channels: appendChannels("pair=s/{x,y}/v", "single=s/y/v")}, t.TempDir())
+	if code != 1 || !strings.Contains(log, "pair") || !strings.Contains(log, "single") || !strings.Contains(log, "s/y/v") {
+		t.Fatalf("exit %d, want 1 with a line naming channels pair and single and the filter s/y/v:\n%s", code, log)
+	}
+}
+
+// D1.6: a brace-expanded filter claims every spelling, and nothing else.
+func TestD1_6ABraceExpandedFilterClaimsEverySpelling(t *testing.T) {
+	b := startBroker(t, brokerConfig{Channels: appendChannels("spelt=s/{x,y}/{v,w}", "other=o/#")})
+	wantPlacement(t, placement(t, b, "s/x/v", "s/x/w", "s/y/v", "s/y/w", "s/z/v", "s/x/u"),
+		map[string]string{
+			"s/x/v": "spelt", "s/x/w": "spelt", "s/y/v": "spelt", "s/y/w": "spelt",
+			"s/z/v": "broadcast", "s/x/u": "broadcast",
+		})
+}
+
+// D1.7: a brace in a client's SUBSCRIBE is a literal level: granted, and the
+// spellings it would expand to do not reach it.
+func TestD1_7ABraceInASubscribeIsALiteralLevel(t *testing.T) {
+	b := startBroker(t, brokerConfig{})
+	sub := dialRaw(t, b.addr, codec.Version5)
+	sub.mustConnect("sub", nil)
+	if got := sub.subscribe(1, "s/{x,y}/v", 1); len(got) != 1 || got[0] != codec.GrantedQoS1 {
+		t.Fatalf("SUBACK %v, want 0x01", got)
+	}
+	pub := dialRaw(t, b.addr, codec.Version5)
+	pub.mustConnect("pub", nil)
+	pub.publishQoS1("s/x/v", []byte("spelling"), 1)
+	pub.publishQoS1("s/{x,y}/v", []byte("literal"), 2)
+	if p := sub.expectPublish(); string(p.Payload) != "literal" {
+		t.Fatalf("got %q on %s, want only the literal topic's message", p.Payload, p.Topic)
+	}
+	sub.expectNothing("a spelling the braces would expand to")
+}
+
+// D1.8 ("Changing a filter"): editing a filter moves nothing stored - a
+// record written under the old filter is served from the channel it is in,
+// while the same topic published after the edit is broadcast.
+func TestD1_8EditingAFilterMovesNothingStored(t *testing.T) {
+	saguinOnly(t, "the test restarts saguin on an edited configuration")
+	dir := t.TempDir()
+	b := startSaguin(t, dir, saguinYAML(sqliteStorage, "")+"channels:\n"+indentLines(appendChannels("events=ev/#"), "  "))
+	pub := dialRaw(t, b.addr, codec.Version5)
+	pub.mustConnect("pub", nil)
+	pub.publishQoS1("ev/a", []byte("before the edit"), 1)
+	b.stop()
+
+	b = startSaguin(t, dir, saguinYAML(sqliteStorage, "")+"channels:\n"+indentLines(appendChannels("events=moved/#"), "  "))
+	sub := dialRaw(t, b.addr, codec.Version5)
+	sub.mustConnect("sub", nil)
+	sub.mustSubscribe(1, "#", 1) // touches events through moved/#
+	p := sub.expectPublish()
+	sub.ackDelivery(p)
+	if string(p.Topic) != "ev/a" || string(p.Payload) != "before the edit" || offsetOf(t, p) != 1 {
+		t.Fatalf("replay %s %q, want ev/a's record at offset 1 still in events", p.Topic, p.Payload)
+	}
+	pub = dialRaw(t, b.addr, codec.Version5)
+	pub.mustConnect("pub", nil)
+	pub.publishQoS1("ev/a", []byte("after the edit"), 1)
+	p = sub.expectPublish()
+	if _, ok := userProp(p, "saguin-offset"); ok || string(p.Payload) != "after the edit" {
+		t.Fatalf("after the edit ev/a delivered %q with labels %v, want a broadcast message", p.Payload, userProps(&p.Properties))
+	}
+}
+
+// D1.9: a publish no filter claims - a mistyped channel topic - is a
+// broadcast answered 0x00 even with no subscriber (never 0x10), seen only as
+// saguin_broadcast_unmatched_total.
+func TestD1_9AMistypedChannelTopicIsABroadcastAnswered0x00AndCountedUnmatched(t *testing.T) {
+	ob := startOps(t, t.TempDir(), opsTCP+"\nmin_scrape_interval: 60s", brokerConfig{Channels: appendChannels("events=ev/+/x")})
+	pub := dialRaw(t, ob.addr, codec.Version5)
+	pub.mustConnect("pub", nil)
+	for i, topic := range []string{"ev/a/y", "ev/a/x/extra", "ev/b/y"} {
+		pub.publish(topic, []byte("typo"), 1, uint16(i+1))
+		if code := pub.expectPuback(uint16(i + 1)); code != codec.Success {
+			t.Fatalf("%s: PUBACK 0x%02x, want 0x00", topic, byte(code))
+		}
+	}
+	_, body := ob.get(t, "GET", "/metrics")
+	if v, ok := value(parseScrape(t, body)["saguin_broadcast_unmatched_total"]); !ok || v != 3 {
+		t.Fatalf("saguin_broadcast_unmatched_total = %v (present %v), want 3", v, ok)
+	}
+}
+
+// D1.11, A1.12: a 3.1.1 publisher's message into a channel is an ordinary
+// record - a minted UUIDv7 Message ID, an offset and a receipt timestamp -
+// as an MQTT 5 reader sees it.
+func TestD1_11A311PublishIntoAChannelIsACompleteRecord(t *testing.T) {
+	b := startBroker(t, brokerConfig{Channels: appendChannels("events=ev/#")})
+	sub := dialRaw(t, b.addr, codec.Version5)
+	sub.mustConnect("sub", nil)
+	sub.mustSubscribe(1, "ev/#", 1)
+	pub := dialRaw(t, b.addr, codec.Version311)
+	pub.mustConnect("old-device", nil)
+	pub.publishQoS1("ev/old", []byte("3.1.1"), 1)
+	p := sub.expectPublish()
+	id, _ := userProp(p, "saguin-id")
+	ts, _ := userProp(p, "saguin-timestamp")
+	if !uuidv7RE.MatchString(id) || offsetOf(t, p) != 1 || !regexp.MustCompile(`^\d{13}$`).MatchString(ts) {
+		t.Fatalf("record from 3.1.1: %v, want a UUIDv7 saguin-id, saguin-offset 1 and a ms saguin-timestamp", userProps(&p.Properties))
+	}
+}
+
+// D2.1, D2.2: a filter spanning two append channels is two deliveries, one
+// position each: a durable consumer that acknowledged one channel's record
+// and not the other's is given again only the one it did not.
+func TestD2_2AFilterOverTwoAppendChannelsHoldsOnePositionEach(t *testing.T) {
+	b := startBroker(t, brokerConfig{Channels: appendChannels("left=p/a/#", "right=p/b/#")})
+	sub := dialRaw(t, b.addr, codec.Version5)
+	sub.mustConnect("both", session(600))
+	sub.mustSubscribe(1, "p/#", 1)
+	pub := dialRaw(t, b.addr, codec.Version5)
+	pub.mustConnect("pub", nil)
+	pub.publishQoS1("p/a/1", []byte("left record"), 1)
+	pub.publishQoS1("p/b/1", []byte("right record"), 2)
+	seen := map[string]bool{}
+	for range 2 {
+		p := sub.expectPublish()
+		channel, _ := userProp(p, "saguin-channel")
+		seen[channel] = true
+		if channel == "left" {
+			sub.ackDelivery(p)
+		}
+	}
+	if !seen["left"] || !seen["right"] {
+		t.Fatalf("deliveries named channels %v, want left and right", seen)
+	}
+	sub.leave()
+	back := resume(t, b.addr, codec.Version5, "both", 600)
+	back.expectValue("p/b/1", "right record", "resume: the unacknowledged channel's record")
+	back.expectNothing("the acknowledged channel's record: its position moved on its own")
+}
+
+// D2.4: a filter matching nothing yet is granted, and serves what is
+// published under it next.
+func TestD2_4AFilterMatchingNothingYetIsGranted(t *testing.T) {
+	b := startBroker(t, brokerConfig{Channels: appendChannels("events=ev/#")})
+	sub := dialRaw(t, b.addr, codec.Version5)
+	sub.mustConnect("early", nil)
+	if got := sub.subscribe(1, "not/yet/+/#", 1); len(got) != 1 || got[0] != codec.GrantedQoS1 {
+		t.Fatalf("SUBACK %v, want 0x01", got)
+	}
+	pub := dialRaw(t, b.addr, codec.Version5)
+	pub.mustConnect("pub", nil)
+	pub.publishQoS1("not/yet/here", []byte("now"), 1)
+	if p := sub.expectPublish(); string(p.Payload) != "now" {
+		t.Fatalf("got %q", p.Payload)
+	}
+}
+
+// D2.7: a filter needs the read grant on every channel it touches, and a
+// topic: rule where it can match broadcast topics; it is granted whole or
+// refused 0x87, never served in part.
+func TestD2_7AFilterNeedsTheGrantOfEveryChannelItTouches(t *testing.T) {
+	saguinOnly(t, "the test needs a saguin started with its own acl_file")
+	dir := t.TempDir()
+	pw := writePasswd(t, dir, map[string]string{"one": "pw1", "two": "pw2"})
+	acl := `roles:
+  left-and-broadcast:
+    - channel: left
+      allow: [read]
+    - topic: "p/#"
+      allow: [read]
+  both-channels:
+    - channel: left
+      allow: [read]
+    - channel: right
+      allow: [read]
+users:
+  one: [left-and-broadcast]
+  two: [both-channels]
+`
+	if err := os.WriteFile(filepath.Join(dir, "acl.yaml"), []byte(acl), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	b := startBrokerIn(t, dir, brokerConfig{
+		MQTT:     "password_file: " + pw + "\nacl_file: " + filepath.Join(dir, "acl.yaml"),
+		Channels: appendChannels("left=p/a/#", "right=p/b/#"),
+	})
+	for _, k := range []struct {
+		user, pass, filter string
+		want               codec.ReasonCode
+	}{
+		{"one", "pw1", "p/a/#", codec.GrantedQoS1},       // left only
+		{"one", "pw1", "p/c/#", codec.GrantedQoS1},       // broadcast only
+		{"one", "pw1", "p/#", codec.NotAuthorized},       // touches right too
+		{"one", "pw1", "p/+/x", codec.NotAuthorized},     // p/b/x is right's
+		{"two", "pw2", "p/b/#", codec.GrantedQoS1},       // right only
+		{"two", "pw2", "p/#", codec.NotAuthorized},       // can match broadcast p/c/...
+		{"two", "pw2", "p/+/x", codec.NotAuthorized},     // p/c/x is broadcast
+		{"two", "pw2", "p/{a,b}/x", codec.NotAuthorized}, // a literal level: broadcast
+	} {
+		c := dialRaw(t, b.addr, codec.Version5)
+		c.mustConnect(clientID(t, k.user), login(k.user, k.pass))
+		if got := c.subscribe(1, k.filter, 1); len(got) != 1 || got[0] != k.want {
+			t.Errorf("%s subscribing %s: SUBACK %v, want 0x%02x", k.user, k.filter, got, byte(k.want))
+		}
+		c.disconnect()
+	}
+}
