@@ -1030,9 +1030,10 @@ func (b *Broker) undeliverableWill(t []byte) string {
 func (b *Broker) Subscribe(c delivery.Client, f []byte, o delivery.SubscribeOptions) (codec.ReasonCode, string) {
 	filter := string(f)
 	_, code, why, shared := b.checkShared(c, filter)
-	form := false
+	form := channelrules.FormNone
 	if !shared {
-		if code, why, form = b.queueForm(c, filter, o); !form {
+		var judged bool
+		if form, code, why, judged = b.reservedForm(c, filter, o); !judged {
 			code, why = b.checkFilter(filter)
 		}
 	}
@@ -1070,11 +1071,11 @@ func (b *Broker) Subscribe(c delivery.Client, f []byte, o delivery.SubscribeOpti
 			b.log.Warn("disconnected: a $share/ SUBSCRIBE from a client denied share", "client_id", id, "filter", filter)
 			c.Kick(codec.SharedSubscriptionsNotSupported)
 			return codec.SharedSubscriptionsNotSupported, "broker: features denies this client share"
-		case form && !g.AllowsChannel(strings.TrimPrefix(filter, topic.QueuePrefix), acl.Consume):
+		case form == channelrules.FormQueue && !g.AllowsChannel(strings.TrimPrefix(filter, topic.QueuePrefix), acl.Consume):
 			sh.mu.Unlock()
 			b.log.Warn("subscription refused", "client_id", id, "filter", filter, "code", codec.NotAuthorized.String(), "why", "the acl_file grants no consume on the queue")
 			return codec.NotAuthorized, "not authorized: the acl_file grants this client no consume on the queue"
-		case !form && !g.AllowsFilter(sharedInner(filter), acl.Read):
+		case form == channelrules.FormNone && !g.AllowsFilter(sharedInner(filter), acl.Read):
 			sh.mu.Unlock()
 			b.log.Warn("subscription refused", "client_id", id, "filter", filter, "code", codec.NotAuthorized.String(), "why", "the acl_file grants no read on every topic this filter reaches")
 			return codec.NotAuthorized, "not authorized: the acl_file grants this client no read on every topic the filter reaches"
@@ -1092,7 +1093,7 @@ func (b *Broker) Subscribe(c delivery.Client, f []byte, o delivery.SubscribeOpti
 		}
 		return codec.QuotaExceeded, "past limits.max_subscriptions"
 	}
-	if form {
+	if form == channelrules.FormQueue {
 		o.QoS = 1 // a queue's offers are sent at QoS 1, granted 0x01 at QoS 2
 	}
 	sub := subscription{qos: min(o.QoS, 2), noLocal: o.NoLocal, retainAsPublished: o.RetainAsPublished,

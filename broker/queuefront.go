@@ -54,20 +54,30 @@ func (b *Broker) queueAnswer(c delivery.Client, p *codec.Publish) (code codec.Re
 	return code, why, true
 }
 
-// queueForm judges a plain filter under $saguin/ with the SUBACK table;
-// ok is false for a filter outside $saguin/queue/ (judged as before).
-func (b *Broker) queueForm(c delivery.Client, filter string, o delivery.SubscribeOptions) (code codec.ReasonCode, why string, ok bool) {
-	if !strings.HasPrefix(filter, topic.QueuePrefix) {
-		return 0, "", false
+// reservedForm judges a plain filter naming one of the two subscribable
+// $saguin/ topics - a queue's form (any spelling under $saguin/queue/) or a
+// seek reply - with the SUBACK table; ok is false for every other filter
+// (judged by checkFilter).
+func (b *Broker) reservedForm(c delivery.Client, filter string, o delivery.SubscribeOptions) (form sagchannel.Form, code codec.ReasonCode, why string, ok bool) {
+	if !strings.HasPrefix(filter, topic.SaguinPrefix) {
+		return sagchannel.FormNone, 0, "", false
 	}
 	// A saguin-filter declaration refuses the form alone 0x83 (checklist
 	// C2.9); a malformed one refuses every filter of the packet, later.
 	d, _, _ := sagchannel.ReadSubscribe(o.User)
-	form, _, code, why := sagchannel.ClassifySubscribe(filter, sagchannel.SubscribeAsk{Version: c.Version(), QoS: o.QoS, NoLocal: o.NoLocal, Partition: d.Partition.Declared()}, b.routes.kindOf)
-	if form != sagchannel.FormQueue {
-		return code, why, true
+	form, _, code, why = sagchannel.ClassifySubscribe(filter, sagchannel.SubscribeAsk{Version: c.Version(), QoS: o.QoS, NoLocal: o.NoLocal, Partition: d.Partition.Declared()}, b.routes.kindOf)
+	switch {
+	case form == sagchannel.FormQueue:
+		return form, codec.Success, "", true
+	case form == sagchannel.FormSeekReply:
+		// Granted at the QoS asked: the subscription only lets the
+		// client's library route a reply, which is written to the seeking
+		// connection and never published, so it carries nothing else.
+		return form, codec.Success, "", true
+	case strings.HasPrefix(filter, topic.QueuePrefix):
+		return form, code, why, true
 	}
-	return codec.Success, "", true
+	return sagchannel.FormNone, 0, "", false
 }
 
 // refusedAtStart judges a restored filter under $saguin/queue/ as a

@@ -321,6 +321,13 @@ func (c *raw) sendAck(typ codec.Type, id uint16) {
 // expectAck reads the next packet as typ for id and returns its reason code.
 func (c *raw) expectAck(typ codec.Type, id uint16) codec.ReasonCode {
 	c.t.Helper()
+	return c.expectAckPacket(typ, id).ReasonCode
+}
+
+// expectAckPacket is expectAck returning the whole acknowledgement, for its
+// properties (a Reason String).
+func (c *raw) expectAckPacket(typ codec.Type, id uint16) *codec.Ack {
+	c.t.Helper()
 	h, body := c.read()
 	if h.Type != typ {
 		c.t.Fatalf("want %s for %d, got %s", typ, id, h.Type)
@@ -332,7 +339,7 @@ func (c *raw) expectAck(typ codec.Type, id uint16) codec.ReasonCode {
 	if a.PacketID != id {
 		c.t.Fatalf("%s for %d, want %d", typ, a.PacketID, id)
 	}
-	return a.ReasonCode
+	return &a
 }
 
 // publishQoS1 publishes at QoS 1 and fails unless the PUBACK is a success

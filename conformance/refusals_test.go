@@ -120,11 +120,7 @@ func TestRefusalCarriesAReasonStringUnlessTheClientAskedNotTo(t *testing.T) {
 			}
 		})
 		c.publish("$SYS/x", []byte("x"), 1, 1)
-		h, body := c.read()
-		var a codec.Ack
-		if err := a.Decode(h, body, codec.Version5); err != nil {
-			t.Fatal(err)
-		}
+		a := c.expectAckPacket(codec.TypePuback, 1)
 		has := a.Properties.Present.Has(codec.PropReasonString)
 		if has == quiet {
 			t.Fatalf("Request Problem Information 0 = %v: Reason String present %v (%q)", quiet, has, a.Properties.ReasonString)

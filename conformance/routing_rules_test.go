@@ -313,3 +313,122 @@ users:
 		c.disconnect()
 	}
 }
+
+// D3.3: a $saguin/ topic that must name a channel of one kind is answered
+// 0x90 for a channel of another kind, with a Reason String saying which.
+func TestD3_3AReservedTopicNamingTheWrongKindIs0x90SayingWhich(t *testing.T) {
+	b := startBroker(t, brokerConfig{Channels: appendChannels("events=ev/#") + latestChannel + "\n" + queueChannel})
+	c := dialRaw(t, b.addr, codec.Version5)
+	c.mustConnect("asker", nil)
+	for i, k := range []struct{ topic, kind string }{
+		{"$saguin/consumer/state/seek", "latest"},
+		{"$saguin/consumer/jobs/seek", "queue"},
+		{"$saguin/queue/events/response", "append"},
+		{"$saguin/queue/state/response", "latest"},
+	} {
+		id := uint16(i + 1)
+		c.sendPublish(&codec.Publish{QoS: 1, PacketID: id, Topic: []byte(k.topic), Payload: []byte("0")})
+		a := c.expectAckPacket(codec.TypePuback, id)
+		if a.ReasonCode != codec.TopicNameInvalid || !strings.Contains(string(a.Properties.ReasonString), k.kind) {
+			t.Errorf("%s: PUBACK 0x%02x %q, want 0x90 with a Reason String naming %s", k.topic, byte(a.ReasonCode), a.Properties.ReasonString, k.kind)
+		}
+	}
+}
+
+// D3.5, D3.6: nothing under $saguin/ can be watched: a seek's reply on the
+// default reply topic reaches the seeker and not a subscriber on #.
+func TestD3_6AHashSubscriberNeverSeesTheReservedSpace(t *testing.T) {
+	b := startBroker(t, brokerConfig{Channels: appendChannels("events=ev/#")})
+	watch := dialRaw(t, b.addr, codec.Version5)
+	watch.mustConnect("watch", nil)
+	watch.mustSubscribe(1, "#", 1)
+	seeker := dialRaw(t, b.addr, codec.Version5)
+	seeker.mustConnect("seeker", session(60))
+	seeker.mustSubscribe(1, "$saguin/consumer/events/seek/reply", 1)
+	reply, code := seeker.seekAs("events", "0", "", 1)
+	if code != codec.Success || reply == nil || string(reply.Topic) != "$saguin/consumer/events/seek/reply" {
+		t.Fatalf("seek: PUBACK 0x%02x, reply %v, want 0x00 and a reply on the default reply topic", byte(code), reply)
+	}
+	watch.expectNothing("a reply in $saguin/ delivered to a # subscriber")
+}
+
+// D3.7: a channel filter whose first level is a wildcard or begins with $
+// refuses the start, naming the channel.
+func TestD3_7AChannelFilterMustSpellOutItsFirstLevel(t *testing.T) {
+	saguinOnly(t, "a configuration refused at start")
+	for _, filter := range []string{"+/x", "#", "$sys/x", "$saguin/x"} {
+		code, log := startFailing(t, brokerConfig{Channels: appendChannels("bad=" + filter)}, t.TempDir())
+		if code != 1 || !strings.Contains(log, "bad") {
+			t.Errorf("filter %q: exit %d, want 1 naming channel bad:\n%s", filter, code, log)
+		}
+	}
+}
+
+// D3.10: at QoS 2 the code a $saguin/ topic earns is carried on the PUBREC.
+func TestD3_10AReservedTopicAtQoS2IsAnsweredOnThePubrec(t *testing.T) {
+	b := startBroker(t, brokerConfig{Channels: latestChannel})
+	c := dialRaw(t, b.addr, codec.Version5)
+	c.mustConnect("asker", nil)
+	for i, topic := range []string{"$saguin/nothing/here", "$saguin/consumer/state/seek", "$saguin/consumer/none/seek"} {
+		id := uint16(i + 1)
+		c.sendPublish(&codec.Publish{QoS: 2, PacketID: id, Topic: []byte(topic), Payload: []byte("0")})
+		if code := c.expectAck(codec.TypePubrec, id); code != codec.TopicNameInvalid {
+			t.Errorf("%s at QoS 2: PUBREC 0x%02x, want 0x90", topic, byte(code))
+		}
+	}
+}
+
+// D3's SUBACK table: the seek reply topic of an append channel is granted
+// (E24: 0x87 for a name that is none), on MQTT 5 and 3.1.1; every other
+// filter under $saguin/, any $share/ group over $saguin/ or $SYS/, and $SYS/
+// itself are 0x87 (3.1.1's 0x80).
+func TestD3SubackTableForTheReservedSpace(t *testing.T) {
+	b := startBroker(t, brokerConfig{Channels: appendChannels("events=ev/#") + latestChannel})
+	versions(t, func(t *testing.T, v byte) {
+		c := dialRaw(t, b.addr, v)
+		c.mustConnect("sub", nil)
+		refused := refusedCode(v, codec.NotAuthorized, codec.SubackFailure311)
+		for i, k := range []struct {
+			filter string
+			want   codec.ReasonCode
+		}{
+			{"$saguin/consumer/events/seek/reply", codec.GrantedQoS1},
+			{"$saguin/consumer/state/seek/reply", refused},
+			{"$saguin/consumer/nope/seek/reply", refused},
+			{"$saguin/consumer/events/seek", refused},
+			{"$saguin/catalogue/events", refused},
+			{"$saguin/+/events/seek/reply", refused},
+			{"$share/g/$saguin/consumer/events/seek/reply", refused},
+			{"$share/g/$SYS/broker/uptime", refused},
+			{"$SYS/broker/uptime", refused},
+		} {
+			if got := c.subscribe(uint16(i+1), k.filter, 1); len(got) != 1 || got[0] != k.want {
+				t.Errorf("%s: SUBACK %v, want 0x%02x", k.filter, got, byte(k.want))
+			}
+		}
+	})
+}
+
+// D4.7: every refused filter is counted in
+// saguin_subscriptions_refused_total under the code decided, a 3.1.1
+// client's wire 0x80 under its real reason.
+func TestD4_7RefusedFiltersAreCountedUnderTheDecidedReason(t *testing.T) {
+	ob := startOps(t, t.TempDir(), opsTCP+"\nmin_scrape_interval: 60s", brokerConfig{})
+	old := dialRaw(t, ob.addr, codec.Version311)
+	old.mustConnect("old", nil)
+	if got := old.subscribe(1, "$saguin/#", 1); len(got) != 1 || got[0] != codec.SubackFailure311 {
+		t.Fatalf("3.1.1 SUBACK %v, want 0x80", got)
+	}
+	c := dialRaw(t, ob.addr, codec.Version5)
+	c.mustConnect("new", nil)
+	c.subscribe(1, "$SYS/#", 1)
+	c.subscribe(2, "$saguin/queue/#", 1)
+	_, body := ob.get(t, "GET", "/metrics")
+	f := parseScrape(t, body)["saguin_subscriptions_refused_total"]
+	if v, _ := value(f, "reason", "not authorized"); v != 2 {
+		t.Errorf(`saguin_subscriptions_refused_total{reason="not authorized"} = %v, want 2 (one 3.1.1, one MQTT 5)`, v)
+	}
+	if v, _ := value(f, "reason", "topic filter invalid"); v != 1 {
+		t.Errorf(`saguin_subscriptions_refused_total{reason="topic filter invalid"} = %v, want 1`, v)
+	}
+}

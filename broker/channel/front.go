@@ -94,10 +94,12 @@ func ClassifyPublish(t string, kindOf KindOf) (Request, codec.ReasonCode, string
 		switch kindOf(name) {
 		case delivery.KindQueue:
 			return Request{Verb: VerbResponse, Channel: name}, codec.Success, ""
-		case delivery.KindNone:
-			return Request{}, codec.TopicNameInvalid, "a response names a queue and " + name + " is no channel"
+		case delivery.KindAppend:
+			return Request{}, codec.TopicNameInvalid, "a response names a queue and " + name + " is an append channel"
+		case delivery.KindLatest:
+			return Request{}, codec.TopicNameInvalid, "a response names a queue and " + name + " is a latest channel"
 		}
-		return Request{}, codec.TopicNameInvalid, "a response names a queue and " + name + " is not one"
+		return Request{}, codec.TopicNameInvalid, "a response names a queue and " + name + " is no channel"
 	}
 	return Request{}, codec.TopicNameInvalid, "topic is in the reserved $saguin/ space and is none of the five Sagüin defines there"
 }

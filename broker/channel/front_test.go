@@ -34,7 +34,7 @@ func TestReservedPublishTopics(t *testing.T) {
 		{"$saguin/consumer/state/seek", VerbNone, "", codec.TopicNameInvalid, "is a latest channel"},
 		{"$saguin/consumer/nope/seek", VerbNone, "", codec.TopicNameInvalid, "is no channel"},
 		{"$saguin/queue/jobs/response", VerbResponse, "jobs", codec.Success, ""},
-		{"$saguin/queue/events/response", VerbNone, "", codec.TopicNameInvalid, "is not one"},
+		{"$saguin/queue/events/response", VerbNone, "", codec.TopicNameInvalid, "is an append channel"},
 		{"$saguin/queue/nope/response", VerbNone, "", codec.TopicNameInvalid, "is no channel"},
 		{"$saguin/kv/get", VerbGet, "", codec.Success, ""},
 		{"$saguin/sessions/disconnect", VerbDisconnect, "", codec.Success, ""},
