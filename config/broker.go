@@ -91,6 +91,7 @@ func (l *loader) broker(b *obj) {
 			b.at("log_level", " %q: it is one of debug, info, warn or error; omit the key for info", s)
 		}
 	}
+	b.refuse("log_file", " is not a key: Sagüin writes its log to standard output only, and whatever starts it keeps and bounds it (journald's SystemMaxUse, Docker's max-size and max-file, svlogd)")
 	if p, ok := b.absPath("pid_file", "the file the process writes its id to", false); ok {
 		br.PIDFile = p
 	}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/saguin-edge/saguin/broker/clock"
+	"github.com/saguin-edge/saguin/broker/ledger"
 	"github.com/saguin-edge/saguin/store"
 )
 
@@ -111,4 +112,74 @@ func TestRestoredPositionBelowTheFloorIsReportedPassed(t *testing.T) {
 	if n := e.Counters.PositionLost.Load(); n != 0 {
 		t.Fatalf("counted lost %d at the restore, before any CONNECT", n)
 	}
+}
+
+// A5.6, A5.7 and checklist D8.95 (RFC 0005 "What the /v1 routes answer
+// with"): a consumer the retention floor overtakes while it is connected and
+// reading is told nothing, so the record behind
+// /v1/operations/position-lost carries it as kind consumer, reported false,
+// with the position and floor of that passing, and
+// saguin_channel_position_lost_total counts it. Retention is the age sweep
+// at the fake clock's now, two hours after the records were written under a
+// one-hour retention_period.
+func TestConsumerOvertakenWhileConnectedIsRecordedAsAnUnreportedConsumerLoss(t *testing.T) {
+	t0 := time.Unix(1_700_000_000, 0)
+	clk := clock.NewFake(t0)
+	p := memProvider(t, "")
+	log, err := p.Append("events", store.ChannelOptions{RetentionPeriod: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	losses := ledger.NewLosses(64)
+	e := New(Options{Name: "events", Filters: []string{"ev/#"}, Log: log, Host: host{clk}, AckCommitInterval: 100 * time.Millisecond,
+		OnPositionLost: func(reader, kind string, reported bool, position, floor uint64) {
+			losses.Note(reader, "events", kind, reported, position, floor, clk.Now())
+		}})
+	if err := e.Restore(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Close() })
+	for i := 1; i <= 5; i++ {
+		publish(t, e, "pub", strconv.Itoa(i))
+	}
+	s := session{id: "truck-114", kept: true}
+	cl := newClient("truck-114", 1)
+	e.Resume(s, cl, nil)
+	e.Subscribe(s, plainSub(1))
+	first := cl.next(t) // record 1 in flight, the window full: the consumer stands at 2
+	if string(first.m.Payload) != "1" {
+		t.Fatalf("first delivery %q, want record 1", first.m.Payload)
+	}
+	clk.Advance(2 * time.Hour)
+	if removed, err := p.SweepByAge(clk.Now()); err != nil || removed != 5 {
+		t.Fatalf("age sweep removed %d (%v), want all 5", removed, err)
+	}
+	floor := log.Floor()
+	if floor != 6 {
+		t.Fatalf("floor %d after the sweep, want 6", floor)
+	}
+	if rows, _, _ := losses.List(100); len(rows) != 0 {
+		t.Fatalf("a loss recorded before the consumer read on: %+v", rows)
+	}
+	cl.ack(e, s, first) // it reads on, from 2, below the floor
+	deadline := time.Now().Add(5 * time.Second)
+	for e.Counters.PositionLost.Load() == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the passing was never counted")
+		}
+		time.Sleep(time.Millisecond) // the engine's serving goroutine counts it
+	}
+	rows, tracked, beyond := losses.List(100)
+	if len(rows) != 1 || tracked != 1 || beyond != 0 {
+		t.Fatalf("rows %+v tracked %d beyond %d, want the one reader", rows, tracked, beyond)
+	}
+	r := rows[0]
+	if r.Reader != "mqtt:truck-114" || r.Channel != "events" || r.Kind != ledger.KindConsumer || r.Reported ||
+		r.Count != 1 || r.LastPosition != 2 || r.LastFloor != floor || r.RecordsMissed != floor-2 || !r.LastSeen.Equal(t0.Add(2*time.Hour)) {
+		t.Fatalf("row %+v, want mqtt:truck-114 on events, kind consumer, unreported, count 1, 2 -> %d, %d missed, seen at the clock's now", r, floor, floor-2)
+	}
+	if n := e.Counters.PositionLost.Load(); n != 1 {
+		t.Fatalf("saguin_channel_position_lost_total's count %d, want 1 (the rows' counts summed)", n)
+	}
+	cl.none(t) // nothing was left to serve past the floor
 }
