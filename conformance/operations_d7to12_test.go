@@ -277,3 +277,257 @@ func TestD10_110StopRemovesTheOperationsSocketBeforeReleasingItsLock(t *testing.
 		t.Fatalf("/health on the socket after a restart: %d", resp.StatusCode)
 	}
 }
+
+// promtoolRuleTest runs `promtool test rules` on a unit-test file whose
+// tests are body (YAML under tests:), against the shipped alert rules.
+func promtoolRuleTest(t *testing.T, body string) (string, error) {
+	t.Helper()
+	promtool := needTool(t, "promtool")
+	rules, err := filepath.Abs("../examples/monitoring/saguin-alerts.yml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "alerts_test.yml")
+	text := fmt.Sprintf("rule_files: [%q]\nevaluation_interval: 1m\ntests:\n%s", rules, body)
+	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(promtool, "test", "rules", path).CombinedOutput()
+	return string(out), err
+}
+
+// Checklist D12.115 (RFC 0005 "The one alert this exists for"): the
+// shipped warning shot fires on next_offset - consumer_position_min
+// growing, before retention reaches the consumer - and not on a lag that
+// stands still, however large, nor on a consumer that keeps pace. Run with
+// Prometheus' own rule tester on synthetic series a minute apart.
+func TestD12_115WarningShotFiresOnAGrowingLagOnly(t *testing.T) {
+	lag := func(next, min string) string {
+		return fmt.Sprintf("      - series: 'saguin_channel_next_offset{instance=\"b:9090\",job=\"saguin\",channel=\"events\"}'\n        values: '%s'\n"+
+			"      - series: 'saguin_channel_consumer_position_min{instance=\"b:9090\",job=\"saguin\",channel=\"events\"}'\n        values: '%s'\n", next, min)
+	}
+	firing := `          - exp_labels: {severity: warn, instance: "b:9090", job: saguin, channel: events}
+            exp_annotations:
+              summary: "Channel events: the slowest consumer has been falling behind for half an hour"
+              description: "/v1/operations/consumers lists who is behind, worst first."
+`
+	tests := "  - interval: 1m\n    input_series:\n" + lag("2000+100x120", "0x120") +
+		"    alert_rule_test:\n" +
+		"      - eval_time: 20m\n        alertname: SaguinConsumerFallingBehind\n        exp_alerts: []\n" +
+		"      - eval_time: 100m\n        alertname: SaguinConsumerFallingBehind\n        exp_alerts:\n" + firing +
+		"      - eval_time: 100m\n        alertname: SaguinRetentionOvertookAConsumer\n        exp_alerts: []\n" +
+		// A straggler whose lag stands still is the consumers route's
+		// question, not this alert's.
+		"  - interval: 1m\n    input_series:\n" + lag("50000x120", "0x120") +
+		"    alert_rule_test:\n      - eval_time: 100m\n        alertname: SaguinConsumerFallingBehind\n        exp_alerts: []\n" +
+		// A consumer reading as fast as the head moves.
+		"  - interval: 1m\n    input_series:\n" + lag("2000+100x120", "0+100x120") +
+		"    alert_rule_test:\n      - eval_time: 100m\n        alertname: SaguinConsumerFallingBehind\n        exp_alerts: []\n"
+	if out, err := promtoolRuleTest(t, tests); err != nil {
+		t.Fatalf("promtool test rules: %v\n%s", err, out)
+	}
+}
+
+// dashboardPanels is the shipped Grafana dashboard's panels and their
+// queries.
+func dashboardPanels(t *testing.T) map[string][]string {
+	t.Helper()
+	data, err := os.ReadFile("../examples/monitoring/saguin-dashboard.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var d struct {
+		Panels []struct {
+			Title   string
+			Targets []struct{ Expr string }
+		}
+	}
+	if err := json.Unmarshal(data, &d); err != nil {
+		t.Fatal(err)
+	}
+	out := map[string][]string{}
+	for _, p := range d.Panels {
+		for _, tg := range p.Targets {
+			out[p.Title] = append(out[p.Title], tg.Expr)
+		}
+	}
+	return out
+}
+
+// Checklist D12.119 (RFC 0005 "The catalogue", "The Go runtime"): the
+// series the catalogue says to read together are on one panel of the
+// shipped dashboard, so nobody reads one half alone; and every query of it
+// is PromQL Prometheus parses (promtool checks them as recording rules).
+func TestD12_119DashboardReadsTogetherWhatTheCatalogueSaysToReadTogether(t *testing.T) {
+	panels := dashboardPanels(t)
+	together := [][]string{
+		{"saguin_deliveries_dropped_total", "saguin_deliveries_refused_total"},
+		{"saguin_bridge_loops_skipped_total", "saguin_bridge_sent_total"},
+		{"saguin_bridge_stopped", "saguin_bridge_connected"},
+		{"saguin_sessions_restored_total", "saguin_sessions_dropped_total"},
+		{"saguin_connections", "saguin_sessions_offline"},
+		{"saguin_publishes_received_total", "sum(rate(saguin_published_total"},
+		{"saguin_shares_held_total", "saguin_shares_drained_total", "saguin_shares_dropped_total"},
+		{"saguin_latest_superseded_total", "saguin_published_total"},
+		{"rate(saguin_go_gc_cycles_total"},
+	}
+	var all []string
+	for _, exprs := range panels {
+		all = append(all, exprs...)
+	}
+	for _, set := range together {
+		ok := false
+		for _, exprs := range panels {
+			joined := strings.Join(exprs, "\n")
+			has := true
+			for _, s := range set {
+				has = has && regexp.MustCompile(regexp.QuoteMeta(s)+`\b`).MatchString(joined)
+			}
+			ok = ok || has
+		}
+		if !ok {
+			t.Errorf("no panel reads %s together", strings.Join(set, " beside "))
+		}
+	}
+	var rules strings.Builder
+	rules.WriteString("groups:\n  - name: dashboard\n    rules:\n")
+	for i, e := range all {
+		fmt.Fprintf(&rules, "      - record: dashboard_query_%d\n        expr: %q\n", i, e)
+	}
+	path := filepath.Join(t.TempDir(), "queries.yml")
+	if err := os.WriteFile(path, []byte(rules.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command(needTool(t, "promtool"), "check", "rules", path).CombinedOutput(); err != nil {
+		t.Fatalf("a dashboard query does not parse: %v\n%s", err, out)
+	}
+}
+
+var rangeRE = regexp.MustCompile(`\[(\d+[smhd])(?::\d+[smhd])?\]`)
+
+// Checklist D12.120 (RFC 0005 "The observer does not set the cost"): the
+// shipped scrape configuration scrapes no faster than the broker
+// recomputes - its scrape_interval at or above the min_scrape_interval a
+// broker resolves when the key is left out, as examples/saguin.yaml leaves
+// it - and every range the shipped rules and dashboard take spans at least
+// two such scrapes, so no rate is drawn from one sample.
+func TestD12_120ShippedScrapeIntervalIsAtLeastMinScrapeInterval(t *testing.T) {
+	ob := startOps(t, t.TempDir(), opsTCP, brokerConfig{})
+	var cfg struct {
+		Operations struct {
+			MinScrapeInterval string `json:"min_scrape_interval"`
+		} `json:"operations"`
+	}
+	ob.getJSON(t, "/v1/operations/config?section=operations", &cfg)
+	floor, err := time.ParseDuration(cfg.Operations.MinScrapeInterval)
+	if err != nil || floor < time.Minute {
+		t.Fatalf("min_scrape_interval %q (%v), want the 60s default", cfg.Operations.MinScrapeInterval, err)
+	}
+	example, err := os.ReadFile("../examples/saguin.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(example), "min_scrape_interval") {
+		t.Fatal("examples/saguin.yaml sets min_scrape_interval: compare the scrape configuration with its value")
+	}
+	prom, err := os.ReadFile("../examples/monitoring/prometheus.yml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	intervals := regexp.MustCompile(`(?m)^\s*scrape_interval:\s*(\S+)`).FindAllStringSubmatch(string(prom), -1)
+	if len(intervals) == 0 {
+		t.Fatal("prometheus.yml sets no scrape_interval: Prometheus' default of 15s is four scrapes per computation")
+	}
+	for _, m := range intervals {
+		d, err := time.ParseDuration(m[1])
+		if err != nil || d < floor {
+			t.Errorf("prometheus.yml scrape_interval %s, want at least min_scrape_interval %s", m[1], floor)
+		}
+	}
+	rules, err := os.ReadFile("../examples/monitoring/saguin-alerts.yml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	exprs := append(strings.Split(string(rules), "\n"), func() (all []string) {
+		for _, e := range dashboardPanels(t) {
+			all = append(all, e...)
+		}
+		return all
+	}()...)
+	for _, e := range exprs {
+		for _, m := range rangeRE.FindAllStringSubmatch(e, -1) {
+			d, err := time.ParseDuration(strings.Replace(m[1], "d", "h", 1))
+			if strings.HasSuffix(m[1], "d") {
+				d *= 24
+			}
+			if err != nil || d < 2*floor {
+				t.Errorf("range [%s] in %q spans fewer than two scrapes of %s", m[1], strings.TrimSpace(e), floor)
+			}
+		}
+	}
+}
+
+// Checklist D12.121 (RFC 0005 "Logging, and the process"): the log's bound
+// is the supervisor's. The shipped unit leaves standard output to journald
+// (bounded by SystemMaxUse) - never a file, which nothing bounds - and the
+// operator guide gives the bound for each supervisor, Docker's max-size
+// and max-file, unbounded by default, included.
+func TestD12_121LogIsBoundedByTheSupervisor(t *testing.T) {
+	unit, err := os.ReadFile("../packaging/saguin.service")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range regexp.MustCompile(`(?m)^(StandardOutput|StandardError)=(.*)$`).FindAllStringSubmatch(string(unit), -1) {
+		if v := m[2]; v != "journal" && v != "inherit" {
+			t.Errorf("the unit sends %s to %q, which journald does not bound", m[1], v)
+		}
+	}
+	if !strings.Contains(string(unit), "journald") {
+		t.Error("the unit does not say journald bounds its log")
+	}
+	guide, err := os.ReadFile("../docs/operations.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"SystemMaxUse", "max-size", "max-file", "svlogd", "multilog", "saguin >> file"} {
+		if !strings.Contains(string(guide), want) {
+			t.Errorf("docs/operations.md does not give the log's bound under %s", want)
+		}
+	}
+}
+
+// Checklist D12.122 (RFC 0005 "The runtime's own pauses, and the two
+// variables that move them"): GOGC and GOMEMLIMIT are the runtime's
+// environment variables and nothing else - set where the process starts,
+// they are the effective values /metrics reports, and no configuration key
+// takes them - and the broker holds its fixed 8 MB minimum-heap allowance,
+// which the live heap counts and the heap goal is computed from.
+func TestD12_122GCIsTunedByTheEnvironmentAndTheHeapHasAnEightMBFloor(t *testing.T) {
+	for _, key := range []string{"gogc: 400", "gomemlimit: 6GiB"} {
+		if code, out := startFailing(t, brokerConfig{Broker: key}, t.TempDir()); code == 0 || !strings.Contains(out, "not a key") {
+			t.Errorf("broker.%s: exit %d, want it refused as no key:\n%s", key, code, out)
+		}
+	}
+	dir := t.TempDir()
+	path := filepath.Join(dir, "saguin.yaml")
+	cfg := brokerConfig{Broker: "operations:\n" + indentLines(opsTCP, "  ")}
+	if err := os.WriteFile(path, []byte(cfg.yaml(dir)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ob := withOps(launchUnder(t, dir, path, "export GOGC=400 GOMEMLIMIT=6GiB"))
+	_, body := ob.get(t, "GET", "/metrics")
+	fams := parseScrape(t, body)
+	if v, _ := value(fams["saguin_go_gogc_percent"]); v != 400 {
+		t.Errorf("saguin_go_gogc_percent %v, want GOGC's 400", v)
+	}
+	if v, _ := value(fams["saguin_go_memory_limit_bytes"]); v != 6<<30 {
+		t.Errorf("saguin_go_memory_limit_bytes %v, want GOMEMLIMIT's 6GiB", v)
+	}
+	live, _ := value(fams["saguin_go_heap_live_bytes"])
+	if live < 8<<20 {
+		t.Errorf("saguin_go_heap_live_bytes %v on an idle broker, want the 8 MB allowance counted", live)
+	}
+	if goal, _ := value(fams["saguin_go_heap_goal_bytes"]); goal < 5*8<<20 {
+		t.Errorf("saguin_go_heap_goal_bytes %v, want at least the allowance times (1 + GOGC/100)", goal)
+	}
+}

@@ -77,6 +77,7 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	started := time.Now()
+	holdHeapFloor()
 	level := new(slog.LevelVar)
 	level.Set(logLevel(cfg.Broker.LogLevel))
 	log := slog.New(slog.NewTextHandler(stdout, &slog.HandlerOptions{Level: level})).
