@@ -1,9 +1,11 @@
 package conformance
 
 import (
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,6 +17,7 @@ import (
 	"time"
 
 	"github.com/saguin-edge/saguin/codec"
+	"github.com/saguin-edge/saguin/netloop/certs/certstest"
 )
 
 // Checklist D.7-D.12 (RFC 0005): the /v1 bodies' shapes, logging, signals
@@ -530,4 +533,73 @@ func TestD12_122GCIsTunedByTheEnvironmentAndTheHeapHasAnEightMBFloor(t *testing.
 	if goal, _ := value(fams["saguin_go_heap_goal_bytes"]); goal < 5*8<<20 {
 		t.Errorf("saguin_go_heap_goal_bytes %v, want at least the allowance times (1 + GOGC/100)", goal)
 	}
+}
+
+// Checklist D10.107 (RFC 0005 "SIGUSR1 re-reads the log level"): the signal
+// says what it did and what it did not. With the level moved from debug to
+// warn, the ws door's allowed_origins grown to three and max_message_size
+// edited, one SIGUSR1 logs - each line seen at the level it just set - the
+// level from and to, the same_origin applied and how many origins, every
+// credential file re-read and what it holds (the MQTT password file's
+// users, the acl_file's roles, the operations password file's users), the
+// TLS door's certificate and its expiry, and that addresses and storage are
+// startup-only, naming limits as edited and not applied - and a publish
+// the edited max_message_size would refuse is still taken; the listeners
+// are not named, since the origins edited there were applied.
+func TestD10_107SIGUSR1LogsWhatItAppliedAndWhatIsStartupOnly(t *testing.T) {
+	dir := t.TempDir()
+	p := newPKI(t, dir)
+	leaf := p.ca.Issue(t, certstest.Spec{CN: "localhost", IPs: []net.IP{net.IPv4(127, 0, 0, 1)}, Validity: 72 * time.Hour})
+	p.serverCert, p.serverKey = leaf.Write(t, dir, "server-3d")
+	cert, err := x509.ParseCertificate(leaf.TLS.Certificate[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	pw := writePasswd(t, dir, authUsers)
+	aclPath := filepath.Join(dir, "acl.yaml")
+	if err := os.WriteFile(aclPath, []byte(authACL), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	opsPW := filepath.Join(dir, "operations.passwd")
+	passwordFile(t, opsPW, [3]string{"alice", "alice-secret", ""})
+	listen := tlsDoor(p, "") + "\n  - name: plain\n    address: 127.0.0.1:0\n" +
+		"ws:\n  address: 127.0.0.1:0\n  same_origin: false\n  allowed_origins:\n    - https://a.example\n    - https://b.example"
+	cfg := brokerConfig{Listen: listen, MQTT: "password_file: " + pw + "\nacl_file: " + aclPath,
+		Broker: "limits:\n  max_message_size: 64KiB\noperations:\n" + indentLines(opsTCP+"\npassword_file: "+opsPW, "  ")}
+	b := startBrokerIn(t, dir, cfg)
+	path := filepath.Join(dir, "saguin.yaml")
+	text, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	edited := string(text)
+	for _, r := range [][2]string{{"log_level: debug\n", "log_level: warn\n"}, {"max_message_size: 64KiB", "max_message_size: 1KiB"},
+		{"- https://b.example\n", "- https://b.example\n          - https://c.example\n"}} {
+		if !strings.Contains(edited, r[0]) {
+			t.Fatalf("the configuration has no %q:\n%s", r[0], edited)
+		}
+		edited = strings.Replace(edited, r[0], r[1], 1)
+	}
+	if err := os.WriteFile(path, []byte(edited), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	seen := len(b.log.snapshot())
+	b.signal(syscall.SIGUSR1)
+	for _, re := range []string{
+		`level=WARN msg="SIGUSR1: log level applied" .*from=debug to=warn`,
+		`level=WARN msg="SIGUSR1: page origins re-read" .*same_origin=false allowed_origins=3`,
+		`level=WARN msg="SIGUSR1: credentials re-read and in force" .*password_files="` + regexp.QuoteMeta(pw) + ` \(5 users\)" acl_file=` +
+			regexp.QuoteMeta(aclPath) + ` roles=5 `,
+		`level=WARN msg="SIGUSR1: re-read" .*password file ` + regexp.QuoteMeta(opsPW) + ` names 1 users`,
+		`level=WARN msg="SIGUSR1: certificate re-read" .*listener=broker.mqtt.listen.tcp\[fleet\] expires=` +
+			regexp.QuoteMeta(cert.NotAfter.UTC().Format(time.RFC3339)),
+		`level=WARN msg="SIGUSR1: not applied - addresses, storage .* sections_edited=limits$`,
+	} {
+		if b.log.waitFrom(seen, regexp.MustCompile(re), waitLong) == "" {
+			t.Errorf("no line matches %s", re)
+		}
+	}
+	c := dialRaw(t, doorAddr(t, b, "plain"), codec.Version5)
+	c.mustConnect(clientID(t, "dev"), login("device-7", "pw7"))
+	c.publishQoS1("iot/device-7/big", []byte(strings.Repeat("x", 4096)), 1) // over the edited 1KiB, under the running 64KiB
 }

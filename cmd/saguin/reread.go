@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"log/slog"
+	"slices"
 	"strings"
 	"time"
 
@@ -78,15 +79,16 @@ func reread(running *config.Config, level *slog.LevelVar, b *broker.Broker, tlsD
 	}
 	from := level.Level()
 	level.Set(logLevel(next.Broker.LogLevel))
-	// Said at warn so that it is seen whatever level was just set.
+	// Every line of the report is said at warn, like the re-read lines of the
+	// services, so that it is seen at whatever level was just set but error.
 	log.Warn("SIGUSR1: log level applied", "from", levelName(from), "to", levelName(level.Level()))
-	log.Info("SIGUSR1: credentials re-read and in force", heldSummary(running, access)...)
+	log.Warn("SIGUSR1: credentials re-read and in force", heldSummary(running, access)...)
 	for _, l := range loaded {
-		log.Info("SIGUSR1: certificate re-read", "listener", l.Listener, "expires", l.Expires.UTC().Format(time.RFC3339))
+		log.Warn("SIGUSR1: certificate re-read", "listener", l.Listener, "expires", l.Expires.UTC().Format(time.RFC3339))
 	}
 	for _, ln := range next.Broker.MQTT.Listeners {
 		if ln.Kind == config.KindWS && srv.SetOrigins(ln.Name, !ln.SameOrigin, ln.AllowedOrigins) {
-			log.Info("SIGUSR1: page origins re-read", "listener", ln.Key, "same_origin", ln.SameOrigin, "allowed_origins", len(ln.AllowedOrigins))
+			log.Warn("SIGUSR1: page origins re-read", "listener", ln.Key, "same_origin", ln.SameOrigin, "allowed_origins", len(ln.AllowedOrigins))
 		}
 	}
 	for _, l := range lines {
@@ -102,11 +104,23 @@ func reread(running *config.Config, level *slog.LevelVar, b *broker.Broker, tlsD
 
 // startupOnly names the sections of /v1/operations/config that differ
 // between the running configuration and the file as it is now.
+// The ws doors' same_origin and allowed_origins are re-read and applied, so
+// an edit of them alone is not reported as a listeners section left as it
+// was: they are compared as the running broker now holds them.
 func startupOnly(running, next *config.Config) []string {
+	asApplied := *next
+	asApplied.Broker.MQTT.Listeners = slices.Clone(next.Broker.MQTT.Listeners)
+	for i, l := range asApplied.Broker.MQTT.Listeners {
+		for _, r := range running.Broker.MQTT.Listeners {
+			if l.Kind == config.KindWS && r.Kind == config.KindWS && r.Name == l.Name {
+				asApplied.Broker.MQTT.Listeners[i].SameOrigin, asApplied.Broker.MQTT.Listeners[i].AllowedOrigins = r.SameOrigin, r.AllowedOrigins
+			}
+		}
+	}
 	var out []string
 	for _, s := range config.Sections {
 		a, err1 := running.JSON(s)
-		b, err2 := next.JSON(s)
+		b, err2 := asApplied.JSON(s)
 		if err1 == nil && err2 == nil && !bytes.Equal(a, b) {
 			out = append(out, s)
 		}
