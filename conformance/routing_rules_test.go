@@ -432,3 +432,93 @@ func TestD4_7RefusedFiltersAreCountedUnderTheDecidedReason(t *testing.T) {
 		t.Errorf(`saguin_subscriptions_refused_total{reason="topic filter invalid"} = %v, want 1`, v)
 	}
 }
+
+// D1.12: a Will is checked on its way into a channel like any publish: one
+// that would pass the channel's max_bytes is not stored, and the refusal is
+// logged naming its client and code.
+func TestD1_12AWillIntoAFullChannelIsRefusedAndLogged(t *testing.T) {
+	b := startAppend(t, t.TempDir(), memoryStorage, "", "max_bytes: 200")
+	dev := dialRaw(t, b.addr, codec.Version5)
+	dev.mustConnect("dying", will("ev/will", strings.Repeat("w", 300), 1, false, 0))
+	dev.drop()
+	if b.log.wait(regexp.MustCompile(`Will not published.*client_id=dying.*code="Quota exceeded"`), waitLong) == "" {
+		t.Fatal("no warn line for the Will the channel refused")
+	}
+	sub := dialRaw(t, b.addr, codec.Version5)
+	sub.mustConnect("reader", nil)
+	sub.mustSubscribe(1, "ev/#", 1)
+	sub.expectNothing("a Will past max_bytes stored anyway")
+}
+
+// D8.1: a Will into an append channel is a record like a publish: its
+// saguin-id is the Message ID, every other saguin- property is stripped,
+// its other User Properties and publish properties are kept, and it gets
+// an offset.
+func TestD8_1AWillIntoAnAppendChannelIsAnOrdinaryRecord(t *testing.T) {
+	b := startAppend(t, t.TempDir(), memoryStorage, "", "")
+	sub := dialRaw(t, b.addr, codec.Version5)
+	sub.mustConnect("reader", nil)
+	sub.mustSubscribe(1, "ev/#", 1)
+	dev := dialRaw(t, b.addr, codec.Version5)
+	dev.mustConnect("dying", both(will("ev/will", "gone", 1, false, 0), func(c *codec.Connect) {
+		c.WillProperties.AddUser([]byte("saguin-id"), []byte("will-0001"))
+		c.WillProperties.AddUser([]byte("saguin-bogus"), []byte("x"))
+		c.WillProperties.AddUser([]byte("site"), []byte("north"))
+		c.WillProperties.ContentType = []byte("text/plain")
+		c.WillProperties.Present.Set(codec.PropContentType)
+	}))
+	dev.drop()
+	p := sub.expectPublish()
+	id, _ := userProp(p, "saguin-id")
+	site, _ := userProp(p, "site")
+	_, bogus := userProp(p, "saguin-bogus")
+	if string(p.Payload) != "gone" || id != "will-0001" || site != "north" || bogus || offsetOf(t, p) != 1 ||
+		string(p.Properties.ContentType) != "text/plain" {
+		t.Fatalf("Will record %q %v content type %q, want saguin-id will-0001, site=north, no saguin-bogus, offset 1, text/plain",
+			p.Payload, userProps(&p.Properties), p.Properties.ContentType)
+	}
+}
+
+// D8.4: a retained Will into an append channel is admitted (CONNACK 0x00)
+// and stored; RETAIN reaches only a Retain As Published subscriber.
+func TestD8_4ARetainedWillIntoAnAppendChannelIsAdmitted(t *testing.T) {
+	b := startAppend(t, t.TempDir(), memoryStorage, "", "")
+	dev := dialRaw(t, b.addr, codec.Version5)
+	if ack := dev.connect("dying", will("ev/will", "retained gone", 1, true, 0)); ack.ReasonCode != codec.Success {
+		t.Fatalf("CONNACK 0x%02x for a retained Will into append, want 0x00", byte(ack.ReasonCode))
+	}
+	dev.drop()
+	sub := dialRaw(t, b.addr, codec.Version5)
+	sub.mustConnect("reader", nil)
+	sub.subscribeWith(1, nil, codec.Subscription{Filter: []byte("ev/#"), QoS: 1, RetainAsPublished: true})
+	if p := sub.expectPublish(); string(p.Payload) != "retained gone" || !p.Retain {
+		t.Fatalf("replayed %q RETAIN %v, want the Will's record with RETAIN for Retain As Published", p.Payload, p.Retain)
+	}
+}
+
+// D9.1: a retention sweep's removals are counted in
+// saguin_channel_retention_removed_total for the channel, and
+// saguin_channel_records is next - floor after it.
+func TestD9_1RetentionRemovalsAreCountedForTheChannel(t *testing.T) {
+	ob := startOps(t, t.TempDir(), opsTCP+"\nmin_scrape_interval: 60s", brokerConfig{
+		Channels: "events:\n  type: append\n  filter: ev/#\n  retention_bytes: 600"})
+	pub := dialRaw(t, ob.addr, codec.Version5)
+	pub.mustConnect("pub", nil)
+	for i := uint16(1); i <= 20; i++ {
+		pub.publishQoS1("ev/r", []byte(strings.Repeat("r", 100)), i)
+	}
+	watch := dialRaw(t, ob.addr, codec.Version5)
+	watch.mustConnect("watcher", freshSession(300))
+	waitFloorAbove(t, watch, "events", 1)
+	floor := floorOf(t, watch, "events", 1000)
+	_, body := ob.get(t, "GET", "/metrics")
+	fams := parseScrape(t, body)
+	removed, _ := value(fams["saguin_channel_retention_removed_total"], "channel", "events")
+	records, _ := value(fams["saguin_channel_records"], "channel", "events")
+	if removed < float64(floor-1) || removed == 0 {
+		t.Fatalf("retention_removed_total = %v, want at least %d (the floor moved to %d)", removed, floor-1, floor)
+	}
+	if records != 20-removed {
+		t.Fatalf("saguin_channel_records = %v, want next - floor = %v", records, 20-removed)
+	}
+}
