@@ -1031,3 +1031,36 @@ func TestD6_61ConnectionsRefusedCountsEachRefusalByReason(t *testing.T) {
 		}
 	}
 }
+
+// Checklist D5.53 (RFC 0005 "What a metric is allowed to cost", "There is no
+// $SYS tree"): the counts a $SYS tree would publish are kept - the
+// connections, the subscriptions held - while no $SYS topic is ever
+// published: a subscriber to # sees only what clients published, $SYS/# is
+// refused, and a publish to $SYS/ is refused and the one refusal
+// saguin_publish_refused_total does not count.
+func TestD5_53SYSIsSilentAndItsCountsAreKept(t *testing.T) {
+	ob := startOps(t, t.TempDir(), opsTCP, brokerConfig{})
+	sub := dialRaw(t, ob.addr, codec.Version5)
+	sub.mustConnect("everything", nil)
+	sub.mustSubscribe(1, "#", 1)
+	if codes := sub.subscribe(2, "$SYS/#", 1); codes[0] != codec.NotAuthorized {
+		t.Fatalf("$SYS/#: SUBACK 0x%02x, want 0x87", byte(codes[0]))
+	}
+	pub := dialRaw(t, ob.addr, codec.Version5)
+	pub.mustConnect("pub", nil)
+	pub.publish("$SYS/broker/version", []byte("forged"), 1, 1)
+	if code := pub.expectPuback(1); code != codec.NotAuthorized {
+		t.Fatalf("a publish to $SYS/: PUBACK 0x%02x, want 0x87", byte(code))
+	}
+	pub.publishQoS1("a/1", []byte("one"), 2)
+	pub.publishQoS1("a/2", []byte("end"), 3)
+	if got := sub.readUntil("end"); len(got) != 1 || string(got[0].Topic) != "a/1" {
+		t.Fatalf("the subscriber to # read %d publishes before the last (want a/1 alone): %v", len(got), got)
+	}
+	fams := scrapeOnce(t, ob)
+	wantSeries(t, fams, "saguin_connections", 2)
+	wantSeries(t, fams, "saguin_subscriptions", 1)
+	if fams["saguin_publish_refused_total"] != nil {
+		t.Errorf("the $SYS publish was counted in saguin_publish_refused_total")
+	}
+}
