@@ -49,13 +49,13 @@ func TestD8_74OperationsACLRouteCarriesNoPublishLimits(t *testing.T) {
 	pw := writePasswd(t, dir, authUsers)
 	aclPath := filepath.Join(dir, "acl.yaml")
 	acl := strings.Replace(authACL, "  \"device-*\": [device]\n",
-		"  \"device-*\":\n    roles: [device]\n    limits: {publish_rate: 17, publish_bytes: 4321}\n", 1)
+		"  \"device-*\":\n    roles: [device]\n    limits: {publish_rate: 7919, publish_bytes: 104729}\n", 1)
 	if err := os.WriteFile(aclPath, []byte(acl), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	ob := startOps(t, dir, opsTCP, brokerConfig{MQTT: "password_file: " + pw + "\nacl_file: " + aclPath})
 	out, err := exec.Command(binPath, "--acl", filepath.Join(dir, "saguin.yaml"), "device-7").CombinedOutput()
-	if err != nil || !strings.Contains(string(out), "17 messages/s") {
+	if err != nil || !strings.Contains(string(out), "7919 messages/s") {
 		t.Fatalf("saguin --acl does not print the entry's limits (%v):\n%s", err, out)
 	}
 	resp, body := ob.get(t, "GET", "/v1/operations/acl?user=device-7&client_id=d7")
@@ -66,8 +66,9 @@ func TestD8_74OperationsACLRouteCarriesNoPublishLimits(t *testing.T) {
 	if got := jsonKeys(t, body); strings.Join(got, ",") != strings.Join(want, ",") {
 		t.Errorf("keys %v, want exactly %v", got, want)
 	}
-	for _, leak := range []string{"limit", "publish_rate", "publish_bytes", "17", "4321"} {
-		if strings.Contains(body, leak) {
+	rest := strings.ReplaceAll(body, aclPath, "") // the file's path is the test's temporary directory's
+	for _, leak := range []string{"limit", "publish_rate", "publish_bytes", "7919", "104729"} {
+		if strings.Contains(rest, leak) {
 			t.Errorf("the acl body carries %q: %s", leak, body)
 		}
 	}
@@ -602,4 +603,382 @@ func TestD10_107SIGUSR1LogsWhatItAppliedAndWhatIsStartupOnly(t *testing.T) {
 	c := dialRaw(t, doorAddr(t, b, "plain"), codec.Version5)
 	c.mustConnect(clientID(t, "dev"), login("device-7", "pw7"))
 	c.publishQoS1("iot/device-7/big", []byte(strings.Repeat("x", 4096)), 1) // over the edited 1KiB, under the running 64KiB
+}
+
+// recordsBroker is a broker for the /v1 shape tests: an append channel
+// events (ev/#, extra keys under it), a queue jobs (work/+/inspect), the
+// operations tcp door, no connect rate, and limits lines added.
+func recordsBroker(t *testing.T, channelKeys, limits string) *opsBroker {
+	t.Helper()
+	yaml := saguinYAML(memoryStorage, "session:\n  ack_commit_interval: 10ms\nlimits:\n  max_connect_rate: none\n"+indentLines(limits, "  ")+
+		"operations:\n  listen:\n    tcp:\n      address: 127.0.0.1:0") +
+		"channels:\n  events:\n    type: append\n    filter: ev/#\n" + indentLines(channelKeys, "    ") +
+		"  jobs:\n    type: queue\n    filter: work/+/inspect\n"
+	if strings.TrimSpace(limits) == "" {
+		yaml = strings.Replace(yaml, "\n  \n", "\n", 1)
+	}
+	return withOps(startSaguin(t, t.TempDir(), yaml))
+}
+
+// waitJSON GETs path into v until ok says it is what the test waits for.
+func (ob *opsBroker) waitJSON(t *testing.T, path string, v any, ok func() bool) string {
+	t.Helper()
+	deadline := time.Now().Add(waitLong)
+	for {
+		body := ob.getJSON(t, path, v)
+		if ok() {
+			return body
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("GET %s never answered what the test waits for: %s", path, body)
+		}
+		time.Sleep(20 * time.Millisecond) // polling a route; the broker's writers run on their own
+	}
+}
+
+// passAway subscribes n durable readers named prefix-NNN to ev/# and
+// disconnects them, each holding a position at the current head.
+func passAway(t *testing.T, addr, prefix string, n int) []string {
+	t.Helper()
+	ids := make([]string, n)
+	for i := range ids {
+		ids[i] = fmt.Sprintf("%s-%03d", prefix, i)
+		c := dialRaw(t, addr, codec.Version5)
+		c.mustConnect(ids[i], freshSession(3600))
+		c.mustSubscribe(1, "ev/#", 1)
+		c.disconnect()
+	}
+	return ids
+}
+
+// Checklist D7.65 (RFC 0005 "What the /v1 routes answer with"): every list
+// is capped at a hundred rows, worst first, and every body says how many
+// exist beside how many it returned - a hundred-and-one of each, on each
+// route, and the one that falls off the end is the one nobody was looking
+// for.
+func TestD7_65EveryListIsCappedAtAHundredWorstFirstWithTheTotal(t *testing.T) {
+	t.Run("sessions", func(t *testing.T) {
+		ob := recordsBroker(t, "", "")
+		here := dialRaw(t, ob.addr, codec.Version5)
+		here.mustConnect("here", nil)
+		passAway(t, ob.addr, "held", 101)
+		var s struct {
+			Sessions []struct {
+				ClientID  string `json:"client_id"`
+				Connected bool   `json:"connected"`
+			} `json:"sessions"`
+			Total, Connected, Offline, Returned int
+		}
+		body := ob.waitJSON(t, "/v1/operations/sessions", &s, func() bool { return s.Offline == 101 })
+		if s.Total != 102 || s.Connected != 1 || s.Returned != 100 || len(s.Sessions) != 100 {
+			t.Fatalf("total %d connected %d offline %d returned %d rows %d, want 102, 1, 101, 100, 100: %s",
+				s.Total, s.Connected, s.Offline, s.Returned, len(s.Sessions), body)
+		}
+		for _, r := range s.Sessions {
+			if r.Connected {
+				t.Fatalf("the connected session %q is listed while held ones fell off: %s", r.ClientID, body)
+			}
+		}
+	})
+	t.Run("refused", func(t *testing.T) {
+		ob := recordsBroker(t, "", "")
+		refuse := func(id string) {
+			c := dialRaw(t, ob.addr, codec.Version5)
+			ack := c.connect(id, func(p *codec.Connect) {
+				p.Properties.AuthMethod = []byte("SCRAM-SHA-1")
+				p.Properties.Present.Set(codec.PropAuthMethod)
+			})
+			if ack.ReasonCode != codec.BadAuthenticationMethod {
+				t.Fatalf("CONNACK 0x%02x, want 0x8c", byte(ack.ReasonCode))
+			}
+		}
+		for i := range 101 {
+			refuse(fmt.Sprintf("once-%03d", i))
+		}
+		refuse("flapper")
+		refuse("flapper")
+		var r refusedBody
+		body := ob.waitJSON(t, "/v1/operations/refused", &r, func() bool { return r.Tracked != nil && *r.Tracked == 102 })
+		if *r.Returned != 100 || len(r.Clients) != 100 || *r.Beyond != 0 {
+			t.Fatalf("returned %d rows %d beyond %d, want 100, 100, 0: %s", *r.Returned, len(r.Clients), *r.Beyond, body)
+		}
+		if r.Clients[0].ClientID != "flapper" || r.Clients[0].Count != 2 {
+			t.Fatalf("first row %+v, want the client refused twice", r.Clients[0])
+		}
+	})
+	t.Run("queues", func(t *testing.T) {
+		ob := recordsBroker(t, "", "")
+		pub := dialRaw(t, ob.addr, codec.Version5)
+		pub.mustConnect("producer", nil)
+		for i := 1; i <= 101; i++ {
+			pub.publishQoS1("work/1/inspect", []byte("job"), uint16(i))
+		}
+		var q queueBody
+		body := ob.getJSON(t, "/v1/operations/queues/jobs", &q)
+		if q.Unresolved != 101 || q.Returned != 100 || len(q.Records) != 100 {
+			t.Fatalf("unresolved %d returned %d rows %d, want 101, 100, 100: %s", q.Unresolved, q.Returned, len(q.Records), body)
+		}
+		// No job has had an attempt: the oldest are the worst, offset order.
+		for i, r := range q.Records {
+			if r.Offset != uint64(i+1) {
+				t.Fatalf("row %d is offset %d, want %d: the oldest first", i, r.Offset, i+1)
+			}
+		}
+	})
+	t.Run("consumers", func(t *testing.T) {
+		ob := recordsBroker(t, "start: tail", "")
+		passAway(t, ob.addr, "lagger", 1)
+		pub := dialRaw(t, ob.addr, codec.Version5)
+		pub.mustConnect("producer", nil)
+		for i := 1; i <= 3; i++ {
+			pub.publishQoS1("ev/x", []byte("r"), uint16(i))
+		}
+		passAway(t, ob.addr, "tail", 100) // each placed at the head, 4
+		var cons consumersBody
+		body := ob.waitJSON(t, "/v1/operations/consumers", &cons, func() bool {
+			return len(cons.Channels) > 0 && cons.Channels[0].Channel == "events" && cons.Channels[0].Consumers == 101
+		})
+		ch := cons.Channels[0]
+		if ch.Returned != 100 || len(ch.Positions) != 100 {
+			t.Fatalf("returned %d rows %d, want 100 of 101: %s", ch.Returned, len(ch.Positions), body)
+		}
+		if p := ch.Positions[0]; p.Reader != "mqtt:lagger-000" || p.Offset != 1 || p.Behind != 3 {
+			t.Fatalf("first position %+v, want mqtt:lagger-000 at 1, 3 behind", p)
+		}
+		for _, p := range ch.Positions[1:] {
+			if p.Offset != 4 || !strings.HasPrefix(p.Reader, "mqtt:tail-") {
+				t.Fatalf("position %+v, want a tail reader at the head", p)
+			}
+		}
+	})
+	t.Run("position-lost", func(t *testing.T) {
+		ob := recordsBroker(t, "retention_bytes: 1000", "")
+		pub := dialRaw(t, ob.addr, codec.Version5)
+		pub.mustConnect("producer", nil)
+		payload := []byte(strings.Repeat("x", 200))
+		for i := 1; i <= 10; i++ {
+			pub.publishQoS1("ev/x", payload, uint16(i))
+		}
+		least := dialRaw(t, ob.addr, codec.Version5) // reads the ten, so it loses fewer than anybody
+		least.mustConnect("least", freshSession(3600))
+		least.mustSubscribe(1, "ev/#", 1)
+		if got := least.collect(10); len(got) != 10 {
+			t.Fatalf("least read %d of 10", len(got))
+		}
+		var cons consumersBody
+		ob.waitJSON(t, "/v1/operations/consumers", &cons, func() bool {
+			return len(cons.Channels) > 0 && len(cons.Channels[0].Positions) == 1 && cons.Channels[0].Positions[0].Offset == 11
+		})
+		least.disconnect()
+		ids := passAway(t, ob.addr, "lost", 100) // at the floor, below 11: none acknowledges what it is sent
+		for i := 11; i <= 30; i++ {
+			pub.publishQoS1("ev/x", payload, uint16(i))
+		}
+		watch := dialRaw(t, ob.addr, codec.Version5)
+		watch.mustConnect("watcher", freshSession(300))
+		waitFloorAbove(t, watch, "events", 11)
+		for _, id := range append(ids, "least") {
+			c := dialRaw(t, ob.addr, codec.Version5)
+			if ack := c.mustConnect(id, session(3600)); ack.SessionPresent {
+				t.Fatalf("%s resumed over a passed position", id)
+			}
+			c.disconnect()
+		}
+		var lost lostBody
+		body := ob.waitJSON(t, "/v1/operations/position-lost", &lost, func() bool { return lost.Tracked == 101 })
+		if lost.Returned != 100 || len(lost.Readers) != 100 || lost.Beyond != 0 {
+			t.Fatalf("returned %d rows %d beyond %d, want 100 of 101 tracked, 0 beyond: %s", lost.Returned, len(lost.Readers), lost.Beyond, body)
+		}
+		for i, r := range lost.Readers {
+			if r.Reader == "mqtt:least" || r.LastPosition >= 11 {
+				t.Fatalf("row %+v: the reader that lost least is listed while one that lost more fell off", r)
+			}
+			if i > 0 && r.RecordsMissed > lost.Readers[i-1].RecordsMissed {
+				t.Fatalf("row %d missed %d after a row that missed %d: not worst first", i, r.RecordsMissed, lost.Readers[i-1].RecordsMissed)
+			}
+		}
+	})
+}
+
+// Checklist D7.68 (RFC 0005 "What the /v1 routes answer with"): a client
+// id and a user name kept in the records outlive the connection, so they
+// are cut to limits.max_topic_length - on /refused, and on /position-lost
+// past the reader's scheme.
+func TestD7_68ClientStringsInTheRecordsAreCutToMaxTopicLength(t *testing.T) {
+	ob := recordsBroker(t, "retention_bytes: 600", "max_topic_length: 32")
+	long := "device-" + strings.Repeat("0123456789", 5) // 57 bytes
+	c := dialRaw(t, ob.addr, codec.Version5)
+	ack := c.connect(long, func(p *codec.Connect) {
+		p.UsernameFlag, p.Username = true, []byte("user-"+strings.Repeat("u", 60))
+		p.Properties.AuthMethod = []byte("SCRAM-SHA-1")
+		p.Properties.Present.Set(codec.PropAuthMethod)
+	})
+	if ack.ReasonCode != codec.BadAuthenticationMethod {
+		t.Fatalf("CONNACK 0x%02x, want 0x8c", byte(ack.ReasonCode))
+	}
+	var r refusedBody
+	body := ob.waitJSON(t, "/v1/operations/refused", &r, func() bool { return len(r.Clients) == 1 })
+	if got := r.Clients[0]; got.ClientID != long[:32] || got.User != ("user-" + strings.Repeat("u", 60))[:32] {
+		t.Fatalf("row client_id %q user %q, want each cut to 32 bytes: %s", got.ClientID, got.User, body)
+	}
+
+	passAway(t, ob.addr, long, 1)
+	pub := dialRaw(t, ob.addr, codec.Version5)
+	pub.mustConnect("producer", nil)
+	for i := 1; i <= 10; i++ {
+		pub.publishQoS1("ev/x", []byte(strings.Repeat("x", 200)), uint16(i))
+	}
+	watch := dialRaw(t, ob.addr, codec.Version5)
+	watch.mustConnect("watcher", freshSession(300))
+	waitFloorAbove(t, watch, "events", 1)
+	back := dialRaw(t, ob.addr, codec.Version5)
+	back.mustConnect(long+"-000", session(3600))
+	var lost lostBody
+	body = ob.waitJSON(t, "/v1/operations/position-lost", &lost, func() bool { return len(lost.Readers) == 1 })
+	if got := lost.Readers[0].Reader; got != "mqtt:"+long[:32] {
+		t.Fatalf("reader %q, want mqtt: and the client id cut to 32 bytes: %s", got, body)
+	}
+}
+
+// hasFields checks that the JSON object o carries every field named, and
+// that every timestamp among them is RFC 3339 UTC to the second or null.
+func hasFields(t *testing.T, where string, o any, fields ...string) map[string]any {
+	t.Helper()
+	m, ok := o.(map[string]any)
+	if !ok {
+		t.Fatalf("%s is %T, want a JSON object", where, o)
+	}
+	for _, f := range fields {
+		v, ok := m[f]
+		if !ok {
+			t.Errorf("%s lacks %q: %v", where, f, m)
+			continue
+		}
+		if strings.HasSuffix(f, "_seen") || f == "lease_until" {
+			if s, isString := v.(string); v != nil && (!isString || !stampRE.MatchString(s)) {
+				t.Errorf("%s.%s is %v, want RFC 3339 UTC to the second (checklist D8.97)", where, f, v)
+			}
+		}
+	}
+	return m
+}
+
+// firstRow is the first element of the list field of m.
+func firstRow(t *testing.T, where string, m map[string]any, field string) any {
+	t.Helper()
+	l, ok := m[field].([]any)
+	if !ok || len(l) == 0 {
+		t.Fatalf("%s.%s is %v, want a list with a row", where, field, m[field])
+	}
+	return l[0]
+}
+
+// Checklist D7.64 (RFC 0005 "What the /v1 routes answer with"): the /v1
+// bodies are a contract - a field may be added, never taken away - so on a
+// broker holding a row of each kind (a held session, a durable consumer
+// behind, a refused client, a reader retention passed, a waiting job),
+// every route answers application/json carrying every field RFC 0005
+// writes, on the body and on its rows, with its timestamps to the second.
+func TestD7_64EveryV1RouteAnswersJSONWithEveryDocumentedField(t *testing.T) {
+	ob := recordsBroker(t, "retention_bytes: 1000", "")
+	passAway(t, ob.addr, "behind", 1)
+	c := dialRaw(t, ob.addr, codec.Version5)
+	if ack := c.connect("refused-1", func(p *codec.Connect) {
+		p.Properties.AuthMethod = []byte("SCRAM-SHA-1")
+		p.Properties.Present.Set(codec.PropAuthMethod)
+	}); ack.ReasonCode != codec.BadAuthenticationMethod {
+		t.Fatalf("CONNACK 0x%02x, want 0x8c", byte(ack.ReasonCode))
+	}
+	pub := dialRaw(t, ob.addr, codec.Version5)
+	pub.mustConnect("producer", nil)
+	pub.publishQoS1("work/1/inspect", []byte("job"), 1)
+	var cons consumersBody
+	ob.waitJSON(t, "/v1/operations/consumers", &cons, func() bool { return len(cons.Channels) > 0 && cons.Channels[0].Consumers == 1 })
+	passAway(t, ob.addr, "passed", 1)
+	for i := 2; i <= 20; i++ {
+		pub.publishQoS1("ev/x", []byte(strings.Repeat("x", 200)), uint16(i))
+	}
+	watch := dialRaw(t, ob.addr, codec.Version5)
+	watch.mustConnect("watcher", freshSession(300))
+	waitFloorAbove(t, watch, "events", 1)
+	back := dialRaw(t, ob.addr, codec.Version5)
+	back.mustConnect("passed-000", session(3600)) // answered Session Present 0: a position-lost row
+	var lost lostBody
+	ob.waitJSON(t, "/v1/operations/position-lost", &lost, func() bool { return len(lost.Readers) > 0 })
+
+	get := func(path string) map[string]any {
+		var v any
+		ob.getJSON(t, path, &v) // 200 and application/json, or the test fails
+		return hasFields(t, path, v)
+	}
+	m := get("/v1/operations/sessions")
+	hasFields(t, "sessions", m, "sessions", "total", "connected", "offline", "returned")
+	hasFields(t, "sessions row", firstRow(t, "sessions", m, "sessions"), "client_id", "connected", "user", "protocol", "listener",
+		"remote", "keepalive", "expires_after", "clean_start", "subscriptions")
+	m = get("/v1/operations/consumers")
+	ch := hasFields(t, "consumers channel", firstRow(t, "consumers", m, "channels"), "channel", "next_offset", "consumers", "returned", "positions")
+	hasFields(t, "consumers position", firstRow(t, "consumers channel", ch, "positions"), "reader", "offset", "behind", "last_seen")
+	m = get("/v1/operations/refused")
+	hasFields(t, "refused", m, "clients", "returned", "tracked", "beyond")
+	hasFields(t, "refused row", firstRow(t, "refused", m, "clients"), "client_id", "user", "reason", "count", "last_seen")
+	m = get("/v1/operations/position-lost")
+	hasFields(t, "position-lost", m, "readers", "returned", "tracked", "beyond")
+	hasFields(t, "position-lost row", firstRow(t, "position-lost", m, "readers"), "reader", "channel", "kind", "reported", "count",
+		"records_missed", "last_position", "last_floor", "last_seen")
+	m = get("/v1/operations/queues/jobs")
+	hasFields(t, "queue", m, "channel", "unresolved", "returned", "records")
+	hasFields(t, "queue record", firstRow(t, "queue", m, "records"), "offset", "topic", "attempts", "state", "first_seen", "last_seen")
+	m = get("/v1/operations/users")
+	hasFields(t, "users", m, "users", "anonymous_allowed", "listeners")
+	doors := hasFields(t, "users listeners", m["listeners"], "tcp")
+	hasFields(t, "users listeners.tcp", doors["tcp"], "users", "anonymous_allowed", "certificate")
+	m = get("/v1/operations/config")
+	hasFields(t, "config", m, "broker", "channels")
+	hasFields(t, "config channels.events", hasFields(t, "config channels", m["channels"], "events")["events"],
+		"type", "filter", "storage", "configured_in")
+	hasFields(t, "acl", get("/v1/operations/acl?user=x"), "acl_file", "everything_allowed")
+}
+
+// Checklist D8.92 (RFC 0005 "What the /v1 routes answer with"): the refusal
+// record holds a thousand clients; a newcomer past that displaces one
+// refused exactly once - never the one refused twice - and beyond says a
+// client did not fit, so the route shows a hundred of a thousand tracked
+// and one beyond, the repeat offender still first and the newcomer held.
+func TestD8_92RefusedRecordHoldsAThousandAndCountsBeyond(t *testing.T) {
+	ob := recordsBroker(t, "", "")
+	refuse := func(id string) {
+		c := dialRaw(t, ob.addr, codec.Version5)
+		ack := c.connect(id, func(p *codec.Connect) {
+			p.Properties.AuthMethod = []byte("SCRAM-SHA-1")
+			p.Properties.Present.Set(codec.PropAuthMethod)
+		})
+		if ack.ReasonCode != codec.BadAuthenticationMethod {
+			t.Fatalf("CONNACK 0x%02x, want 0x8c", byte(ack.ReasonCode))
+		}
+		c.nc.Close()
+	}
+	refuse("flapper")
+	refuse("flapper")
+	for i := range 999 {
+		refuse(fmt.Sprintf("once-%03d", i))
+	}
+	var r refusedBody
+	body := ob.waitJSON(t, "/v1/operations/refused", &r, func() bool { return r.Tracked != nil && *r.Tracked == 1000 })
+	if *r.Beyond != 0 {
+		t.Fatalf("beyond %d with the record just full: %s", *r.Beyond, body)
+	}
+	refuse("newcomer")
+	body = ob.waitJSON(t, "/v1/operations/refused", &r, func() bool { return *r.Beyond == 1 })
+	if *r.Tracked != 1000 || *r.Returned != 100 || len(r.Clients) != 100 {
+		t.Fatalf("tracked %d returned %d rows %d, want 1000, 100, 100: %s", *r.Tracked, *r.Returned, len(r.Clients), body)
+	}
+	if r.Clients[0].ClientID != "flapper" || r.Clients[0].Count != 2 {
+		t.Fatalf("first row %+v, want the repeat offender kept and first", r.Clients[0])
+	}
+	// The newcomer took a one-off's place: refused again, its row counts 2.
+	refuse("newcomer")
+	body = ob.waitJSON(t, "/v1/operations/refused", &r, func() bool { return len(r.Clients) > 1 && r.Clients[1].Count == 2 })
+	if top := r.Clients[0].ClientID + "," + r.Clients[1].ClientID; (top != "newcomer,flapper" && top != "flapper,newcomer") || *r.Tracked != 1000 {
+		t.Fatalf("rows refused twice %s, tracked %d; want the newcomer kept beside the flapper: %s", top, *r.Tracked, body)
+	}
 }
