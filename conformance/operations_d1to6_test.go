@@ -1064,3 +1064,83 @@ func TestD5_53SYSIsSilentAndItsCountsAreKept(t *testing.T) {
 		t.Errorf("the $SYS publish was counted in saguin_publish_refused_total")
 	}
 }
+
+// Checklist D6.63 (RFC 0005 "What a scrape looks like"): the samples are
+// written as the RFC's example scrape writes them - an integer series as an
+// integer (30 days of max_session_expiry as 2592000), uptime as a float, the
+// runtime's byte figures in %g (the heap floor puts the live heap past a
+// million, where %g turns to an exponent), no memory limit as
+// 9.223372036854776e+18 and GOGC as the integer 100.
+func TestD6_63SamplesAreWrittenAsTheRFCsScrape(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "saguin.yaml")
+	if err := os.WriteFile(path, []byte(opsYAML(memoryStorage, "")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ob := withOps(launchUnder(t, dir, path, "unset GOGC GOMEMLIMIT"))
+	_, body := ob.get(t, "GET", "/metrics")
+	for _, re := range []string{
+		`saguin_max_session_expiry_seconds 2592000`,
+		`saguin_connections_total 0`,
+		`saguin_uptime_seconds \d+\.\d+`,
+		`saguin_go_heap_live_bytes \d(\.\d+)?e\+0[67]`,
+		`saguin_go_memory_limit_bytes 9\.223372036854776e\+18`,
+		`saguin_go_gogc_percent 100`,
+		`saguin_go_gc_cycles_total [1-9]\d*`,
+	} {
+		if !regexp.MustCompile(`(?m)^` + re + `$`).MatchString(body) {
+			t.Errorf("no line %s in the scrape:\n%s", re, body)
+		}
+	}
+}
+
+// Checklist D6.59 (RFC 0005 "The catalogue", Queues): the queue identity
+// holds exactly - delivered = acknowledged + returned + redelivered +
+// dead_lettered + inflight. Three jobs, retry.max_attempts 2 and a one-second
+// visibility timeout: one acknowledged; one returned, then returned at its
+// last attempt and dead-lettered (which wins over returned); one held past
+// its lease and redelivered, then held again and left with the worker.
+func TestD6_59QueueDeliveredIsEveryOutcomePlusInflight(t *testing.T) {
+	ob := startOps(t, t.TempDir(), opsTCP, brokerConfig{Channels: "jobs:\n  type: queue\n  filter: work/+/inspect\n  visibility_timeout: 1s\n  retry:\n    max_attempts: 2"})
+	w := queueWorker(t, ob.addr, "w1")
+	pub := queueProducer(t, ob.addr)
+	for i, job := range []string{"ack", "return", "hold"} {
+		pub.publishQoS1("work/"+job+"/inspect", []byte(job), uint16(i+1))
+	}
+	held := 0
+	for held < 2 {
+		o := w.takeOffer()
+		switch string(o.Payload) {
+		case "ack":
+			w.answer(o, "ack")
+		case "return":
+			w.answer(o, "return")
+		case "hold":
+			held++ // the first lease runs out and redelivers; the second stays
+		}
+	}
+	// Settled: the held job leased again, nothing else unresolved.
+	var body string
+	for deadline := time.Now().Add(waitLong); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		_, body = ob.get(t, "GET", "/v1/operations/queues/jobs")
+		if strings.Contains(body, `"unresolved":1,`) && strings.Contains(body, `"state":"leased"`) {
+			break
+		}
+	}
+	if !strings.Contains(body, `"unresolved":1,`) || !strings.Contains(body, `"state":"leased"`) {
+		t.Fatalf("the queue never settled on the held job alone: %s", body)
+	}
+	fams := scrapeOnce(t, ob)
+	get := func(name string) float64 { v, _ := value(fams[name], "channel", "jobs"); return v }
+	want := map[string]float64{"saguin_queue_delivered_total": 5, "saguin_queue_acknowledged_total": 1, "saguin_queue_returned_total": 1,
+		"saguin_queue_redelivered_total": 1, "saguin_queue_dead_lettered_total": 1, "saguin_queue_inflight": 1}
+	for name, n := range want {
+		if got := get(name); got != n {
+			t.Errorf("%s = %v, want %v", name, got, n)
+		}
+	}
+	if d, sum := get("saguin_queue_delivered_total"), get("saguin_queue_acknowledged_total")+get("saguin_queue_returned_total")+
+		get("saguin_queue_redelivered_total")+get("saguin_queue_dead_lettered_total")+get("saguin_queue_inflight"); d != sum {
+		t.Errorf("delivered %v, the outcomes and inflight sum to %v", d, sum)
+	}
+}
