@@ -43,6 +43,7 @@ var licenceFile = regexp.MustCompile(`(?i)^(licen[cs]e|copying|notice|patents)(\
 type module struct {
 	Path, Version, Dir string
 	Main               bool
+	Patched            string // said in the module's section when the code is a changed copy
 }
 
 func main() {
@@ -104,7 +105,7 @@ func generate(pkg string) ([]byte, error) {
 	}
 	for _, p := range paths {
 		m := mods[p]
-		if err := section(&b, m.Path+" "+m.Version, m.Dir, bundled[m.Path]); err != nil {
+		if err := section(&b, m.Path+" "+m.Version, m.Dir, bundled[m.Path]+m.Patched); err != nil {
 			return nil, err
 		}
 	}
@@ -179,8 +180,19 @@ func deps(pkg, goos, goarch string) ([]module, error) {
 		}
 		m := module{Path: p.Module.Path, Version: p.Module.Version, Dir: p.Module.Dir, Main: p.Module.Main}
 		if r := p.Module.Replace; r != nil {
-			// A replaced module's code is the replacement's.
-			m.Version, m.Dir = r.Version, r.Dir
+			// A replaced module's code is the replacement's. A directory
+			// has no version of its own: it is named as the copy of the
+			// version it replaces (third_party/gnet, say).
+			// A directory has no version of its own: the module keeps the
+			// version it is a copy of (as `go version -m` names it), and its
+			// section says the code was changed (Apache-2.0 asks that).
+			if r.Version != "" {
+				m.Version = r.Version
+			} else {
+				m.Patched = "This build uses a patched copy of it, " + strings.TrimPrefix(r.Path, "./") +
+					" in Sagüin's source; its PATCH.md says what was changed and why.\n"
+			}
+			m.Dir = r.Dir
 		}
 		if m.Dir == "" {
 			return nil, fmt.Errorf("module %s is not in the module cache: run go mod download", m.Path)
