@@ -112,3 +112,35 @@ func parseStatusMemory(raw []byte) (rss, peak uint64, err error) {
 	}
 	return rss, peak, nil
 }
+
+// MachineBusy is the CPU time every core of the machine has spent on
+// anything but idling and waiting for I/O since boot (user, nice, system,
+// irq, softirq; steal - time the hypervisor gave another guest - is not
+// ours to see being used), from /proc/stat. Over a window, minus the
+// broker's and the generator's own, it is what the rest of the machine took.
+func MachineBusy() (time.Duration, error) {
+	raw, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return 0, fmt.Errorf("reading /proc/stat: %w", err)
+	}
+	return parseMachineBusy(raw)
+}
+
+// parseMachineBusy takes the first line of /proc/stat, "cpu  user nice
+// system idle iowait irq softirq steal ...", in USER_HZ ticks.
+func parseMachineBusy(raw []byte) (time.Duration, error) {
+	line, _, _ := bytes.Cut(raw, []byte("\n"))
+	fields := bytes.Fields(line)
+	if len(fields) < 8 || string(fields[0]) != "cpu" {
+		return 0, fmt.Errorf("parsing /proc/stat: the first line is not the machine's cpu total: %q", line)
+	}
+	var busy uint64
+	for _, i := range []int{1, 2, 3, 6, 7} { // user nice system irq softirq
+		n, err := strconv.ParseUint(string(fields[i]), 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("parsing /proc/stat field %d: %w", i, err)
+		}
+		busy += n
+	}
+	return time.Duration(busy) * (time.Second / userHZ), nil
+}

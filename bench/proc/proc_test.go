@@ -44,3 +44,20 @@ func TestReadOwnProcessSeesResidentMemory(t *testing.T) {
 		t.Fatalf("rss %d, peak %d: a running process has resident memory and its peak is at least that", u.RSS, u.PeakRSS)
 	}
 }
+
+func TestMachineBusyIsUserNiceSystemIrqSoftirqInUserHZ(t *testing.T) {
+	raw := []byte("cpu  100 20 30 5000 400 6 7 800 0 0\ncpu0 50 10 15 2500 200 3 3 400 0 0\n")
+	got, err := parseMachineBusy(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := 1630 * time.Millisecond; got != want {
+		t.Fatalf("busy = %v, want %v (100+20+30+6+7 ticks; idle, iowait and steal left out)", got, want)
+	}
+}
+
+func TestMachineBusyRefusesAFirstLineThatIsNotTheTotal(t *testing.T) {
+	if _, err := parseMachineBusy([]byte("intr 1 2 3\n")); err == nil {
+		t.Fatal("a /proc/stat without the cpu total parsed")
+	}
+}

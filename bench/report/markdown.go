@@ -35,6 +35,21 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 		}
 		b.WriteString(".")
 	}
+	var others []float64
+	again := 0
+	for _, run := range r.Runs {
+		if run.OthersCores >= 0 {
+			others = append(others, run.OthersCores)
+		}
+		again += max(0, run.Attempts-1)
+	}
+	if o := stats.Summarize(others); o.N > 0 {
+		fmt.Fprintf(&b, " Other processes took median %.2f cores, %.2f-%.2f, during the measured windows", o.Median, o.Min, o.Max)
+		if again > 0 {
+			fmt.Fprintf(&b, "; %d run(s) were made again for a busy window, the calmest kept", again)
+		}
+		b.WriteString(".")
+	}
 	b.WriteString("\n\n")
 	var bl []string
 	for _, br := range r.Brokers {

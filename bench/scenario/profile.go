@@ -11,6 +11,11 @@ type Profile struct {
 	Warmup      time.Duration // load runs this long before the window opens
 	Window      time.Duration // the measured window
 	Repetitions int           // runs of each case on each broker
+	// Calm is how much CPU other processes may take during a window, in
+	// cores, before the run is made again (up to three times, the calmest
+	// kept): a figure taken while a build ran beside it says little about
+	// the broker. 0 never repeats; benchrun's -calm sets it.
+	Calm float64
 
 	PubQ1Conns        []int // pub-q1 sizes: connections each waiting for its PUBACK
 	FanoutSubscribers []int // fanout-q0/q1 sizes

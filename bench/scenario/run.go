@@ -24,6 +24,13 @@ type Run struct {
 	// Load1 is the machine's one-minute load average as the run began: above
 	// the core count, other work was competing with broker and generator.
 	Load1 float64 `json:"load1"`
+	// OthersCores is the CPU every other process took during the measured
+	// window, in cores (CPU seconds a second): the whole machine's busy time
+	// less the broker's and the generator's. -1 for a case with no window.
+	OthersCores float64 `json:"others_cores"`
+	// Attempts is how many times the run was made: more than one when
+	// Profile.Calm sent a busy window round again (the calmest is kept).
+	Attempts int `json:"attempts"`
 }
 
 // Progress is told about each run as it ends.
@@ -61,11 +68,40 @@ func (c Case) runsOn(name string) bool {
 	return len(c.Only) == 0 || slices.Contains(c.Only, name)
 }
 
+// calmAttempts bounds how often a busy run is made again: on a machine
+// that is never calm the harness still ends, with the calmest run it saw.
+const calmAttempts = 3
+
 func runOne(ctx context.Context, p Profile, c Case, b *peer.Broker, rep int, scratch string) Run {
-	began, load := time.Now(), machine.Load1()
-	r := runBroker(ctx, p, c, b, rep, scratch)
-	r.Seconds, r.Load1 = time.Since(began).Seconds(), load
-	return r
+	return calmest(ctx, p, func() Run {
+		began, load := time.Now(), machine.Load1()
+		r := runBroker(ctx, p, c, b, rep, scratch)
+		r.Seconds, r.Load1 = time.Since(began).Seconds(), load
+		return r
+	})
+}
+
+// calmest makes a run with attempt, again while its window was busy (up to
+// calmAttempts), and keeps the calmest run that did not fail.
+func calmest(ctx context.Context, p Profile, attempt func() Run) Run {
+	var best Run
+	for n := 1; ; n++ {
+		r := attempt()
+		if n == 1 || r.Err == "" && (best.Err != "" || r.OthersCores < best.OthersCores) {
+			best = r
+		}
+		best.Attempts = n
+		if !busy(p, r) || n == calmAttempts || ctx.Err() != nil {
+			return best
+		}
+	}
+}
+
+// busy: run r's window had other processes taking more of the machine than
+// Profile.Calm allows, so its figures say as much about them as about the
+// broker. A failed run or one with no window is never repeated for it.
+func busy(p Profile, r Run) bool {
+	return p.Calm > 0 && r.Err == "" && r.OthersCores > p.Calm
 }
 
 func runBroker(ctx context.Context, p Profile, c Case, b *peer.Broker, rep int, scratch string) Run {
@@ -82,7 +118,8 @@ func runBroker(ctx context.Context, p Profile, c Case, b *peer.Broker, rep int, 
 		return r
 	}
 	defer running.Stop()
-	values, err := measureOn(ctx, p, c, running)
+	values, others, err := measureOn(ctx, p, c, running)
+	r.OthersCores = others
 	if err == nil && !running.Alive() {
 		err = fmt.Errorf("%s exited during the run: %s", b.Name, running.LogTail(400))
 	}
@@ -94,24 +131,26 @@ func runBroker(ctx context.Context, p Profile, c Case, b *peer.Broker, rep int, 
 	return r
 }
 
-func measureOn(ctx context.Context, p Profile, c Case, broker *peer.Process) (Values, error) {
+func measureOn(ctx context.Context, p Profile, c Case, broker *peer.Process) (Values, float64, error) {
 	e := &Env{Broker: broker.Broker.Name, Addr: broker.Addr, Pid: broker.Pid, OpsAddr: broker.OpsAddr, Profile: p}
 	if c.TLS {
 		e.Addr, e.TLS = broker.TLSAddr, broker.ClientTLS
 	}
 	v, err := c.run(ctx, e)
 	if err != nil {
-		return nil, err
+		return nil, -1, err
 	}
 	u, err := proc.Read(broker.Pid)
 	if err != nil {
-		return nil, err
+		return nil, -1, err
 	}
 	v["peak_rss_mib"] = float64(u.PeakRSS) / mib
 	v["broker_cpu_s"] = e.brokerCPU.Seconds()
 	v["gen_cpu_s"] = e.genCPU.Seconds()
 	if e.windowLength == 0 {
 		v["broker_cpu_s"], v["gen_cpu_s"] = math.NaN(), math.NaN()
+		return v, -1, nil
 	}
-	return v, nil
+	others := max(0, (e.machineBusy-e.brokerCPU-e.genCPU).Seconds()) / e.windowLength.Seconds()
+	return v, others, nil
 }

@@ -82,19 +82,26 @@ type Env struct {
 	windowStart  time.Time
 	brokerCPU0   time.Duration
 	genCPU0      time.Duration
+	machineBusy0 time.Duration
 	brokerCPU    time.Duration // over the measured window, once closed
 	genCPU       time.Duration
+	machineBusy  time.Duration // every process's, the broker's and the generator's included
 	windowLength time.Duration
 }
 
-// beginWindow marks the start of the measured window: the broker's and the
-// generator's CPU time are read here and again at endWindow.
+// beginWindow marks the start of the measured window: the broker's, the
+// generator's and the whole machine's CPU time are read here and again at
+// endWindow.
 func (e *Env) beginWindow() error {
 	u, err := proc.Read(e.Pid)
 	if err != nil {
 		return fmt.Errorf("reading the broker at the window's start: %w", err)
 	}
-	e.brokerCPU0, e.genCPU0, e.windowStart = u.CPU, selfCPU(), time.Now()
+	busy, err := proc.MachineBusy()
+	if err != nil {
+		return err
+	}
+	e.brokerCPU0, e.genCPU0, e.machineBusy0, e.windowStart = u.CPU, selfCPU(), busy, time.Now()
 	return nil
 }
 
@@ -104,8 +111,12 @@ func (e *Env) endWindow() (time.Duration, error) {
 	if err != nil {
 		return 0, fmt.Errorf("reading the broker at the window's end: %w", err)
 	}
+	busy, err := proc.MachineBusy()
+	if err != nil {
+		return 0, err
+	}
 	e.windowLength = time.Since(e.windowStart)
-	e.brokerCPU, e.genCPU = u.CPU-e.brokerCPU0, selfCPU()-e.genCPU0
+	e.brokerCPU, e.genCPU, e.machineBusy = u.CPU-e.brokerCPU0, selfCPU()-e.genCPU0, busy-e.machineBusy0
 	return e.windowLength, nil
 }
 

@@ -41,6 +41,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 	scenarioList := fs.String("scenarios", "", "scenarios or cases to run, comma-separated (default: every one)")
 	outDir := fs.String("out", "bench/results", "directory for <profile>.json, .md and .svg")
 	reps := fs.Int("reps", 0, "repetitions, overriding the profile's")
+	window := fs.Duration("window", 0, "the measured window, overriding the profile's (10s is the full profile's, for a few cases of it)")
+	warmup := fs.Duration("warmup", 0, "the warm-up before each window, overriding the profile's")
+	calm := fs.Float64("calm", 0, "make a run again (up to 3 times, keeping the calmest) when other processes took more than this many cores during its window; 0 never does")
 	strict := fs.Bool("strict", false, "exit 1 if a broker could not be prepared or any of Sagüin's runs failed (for CI); a peer's failed run is one of its results")
 	list := fs.Bool("list", false, "print the profile's cases and what each measures, and exit")
 	if err := fs.Parse(args); err != nil {
@@ -53,6 +56,21 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	if *reps > 0 {
 		prof.Repetitions = *reps
+	}
+	if *window < 0 || *warmup < 0 {
+		fmt.Fprintln(stderr, "benchrun: -window and -warmup take a positive duration (0 keeps the profile's)")
+		return 2
+	}
+	if *calm < 0 {
+		fmt.Fprintln(stderr, "benchrun: -calm takes a number of cores, 0 or more")
+		return 2
+	}
+	prof.Calm = *calm
+	if *window > 0 {
+		prof.Window = *window
+	}
+	if *warmup > 0 {
+		prof.Warmup = *warmup
 	}
 	cases, err := scenario.Select(scenario.Cases(prof), split(*scenarioList))
 	if err != nil {

@@ -22,6 +22,19 @@ func TestAnUnknownScenarioIsRefusedBeforeAnythingRuns(t *testing.T) {
 	}
 }
 
+func TestANegativeWindowIsRefusedBeforeAnythingRuns(t *testing.T) {
+	for _, flag := range []string{"-window", "-warmup"} {
+		var out, errs bytes.Buffer
+		if code := run([]string{flag, "-1s", "-scenarios", "pub-q1/1"}, &out, &errs); code != 2 || !strings.Contains(errs.String(), "positive duration") {
+			t.Fatalf("%s -1s: exit %d, stderr %q", flag, code, errs.String())
+		}
+	}
+	var out, errs bytes.Buffer
+	if code := run([]string{"-calm", "-0.5", "-scenarios", "pub-q1/1"}, &out, &errs); code != 2 || !strings.Contains(errs.String(), "-calm") {
+		t.Fatalf("-calm -0.5: exit %d, stderr %q", code, errs.String())
+	}
+}
+
 func TestModuleRootIsFoundFromInsideTheTree(t *testing.T) {
 	root, err := moduleRoot()
 	if err != nil {
