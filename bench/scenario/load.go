@@ -126,6 +126,11 @@ func dialMany(ctx context.Context, n, concurrency int, prefix string, opt loadge
 		})
 	}
 	wg.Wait()
+	if firstErr == nil && ctx.Err() != nil {
+		// Ended before every connection was dialled: the slice has holes,
+		// which a caller would take for connections.
+		firstErr = fmt.Errorf("dialling %d connections: %w", n, ctx.Err())
+	}
 	if firstErr != nil {
 		closeAll(conns)
 		return nil, firstErr

@@ -131,3 +131,12 @@ func TestConnectionsPastOneAddressPortsDialFromTheNextLoopbackAddress(t *testing
 		t.Fatalf("the broker saw the connection from %s, want 127.0.0.3", a)
 	}
 }
+
+func TestDialManyEndedEarlyIsAnErrorNotASliceWithHoles(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	conns, err := dialMany(ctx, 2, 1, "early", loadgen.Options{Addr: "127.0.0.1:1"}, nil)
+	if err == nil || conns != nil {
+		t.Fatalf("dialMany on an ended context: %d connections, error %v; want none and an error", len(conns), err)
+	}
+}
