@@ -982,3 +982,160 @@ func TestD8_92RefusedRecordHoldsAThousandAndCountsBeyond(t *testing.T) {
 		t.Fatalf("rows refused twice %s, tracked %d; want the newcomer kept beside the flapper: %s", top, *r.Tracked, body)
 	}
 }
+
+// Checklist D9.103 (RFC 0005 "What the /v1 routes answer with"; issue 16:
+// 60 MB sent made 60.2 MB of log): no client makes the log grow faster than
+// it sends. A thousand publishes of a 10 KB topic are answered 0x90 each and
+// logged as one line whose topic is cut to max_topic_length; a CONNECT
+// with a 30 KB client id and user name is refused and logged with neither
+// longer than that bound.
+func TestD9_103ClientStringsInLogLinesAreBounded(t *testing.T) {
+	ob := recordsBroker(t, "", "max_topic_length: 64\nmax_message_size: 1MiB")
+	seen := len(ob.log.snapshot())
+	c := dialRaw(t, ob.addr, codec.Version5)
+	c.mustConnect("flooder", nil)
+	long := strings.Repeat("t", 10_000)
+	for i := 1; i <= 1000; i++ {
+		c.publish(long, []byte("p"), 1, uint16(i))
+		if code := c.expectPuback(uint16(i)); code != codec.TopicNameInvalid {
+			t.Fatalf("PUBACK 0x%02x, want 0x90", byte(code))
+		}
+	}
+	big := strings.Repeat("i", 30_000)
+	r := dialRaw(t, ob.addr, codec.Version5)
+	ack := r.connect(big, func(p *codec.Connect) { p.UsernameFlag, p.Username = true, []byte(strings.Repeat("u", 30_000)) })
+	if ack.ReasonCode == codec.Success {
+		t.Fatal("a 30 KB client id was admitted")
+	}
+	marker := dialRaw(t, ob.addr, codec.Version5)
+	marker.mustConnect("marker-client", nil)
+	if ob.log.waitFrom(seen, regexp.MustCompile(`client_id=marker-client`), waitLong) == "" {
+		t.Fatal("the marker client was never logged")
+	}
+	lines := ob.log.snapshot()[seen:]
+	written, refusedLines := 0, 0
+	for _, l := range lines {
+		written += len(l) + 1
+		if strings.Contains(l, `msg="publish refused"`) {
+			refusedLines++
+		}
+		for _, s := range []string{"t", "i", "u"} {
+			if strings.Contains(l, strings.Repeat(s, 65)) {
+				t.Errorf("a client string longer than max_topic_length was logged: %.200s...", l)
+			}
+		}
+	}
+	if refusedLines != 1 {
+		t.Errorf("%d lines for a thousand refusals of one cause, want 1", refusedLines)
+	}
+	if sent := 1000 * len(long); written > sent/100 {
+		t.Errorf("the log grew %d bytes for %d sent", written, sent)
+	}
+}
+
+// Checklist D12.117 (RFC 0005 "The catalogue", Storage): the shipped
+// batch-size alert reads committed records over commits against
+// publish_commit_max_records, and fires only where nearly every commit is
+// closed by the interval - the count set above the traffic - not where
+// batches are full, nor where little arrives and commits close by records.
+func TestD12_117BatchSizeAlertFiresOnIntervalClosedNearlyEmptyBatches(t *testing.T) {
+	series := func(interval, records, committed string) string {
+		return "  - interval: 1m\n    input_series:\n" +
+			"      - series: 'saguin_storage_commits_total{instance=\"b:9090\",job=\"saguin\",provider=\"disk\",closed_by=\"interval\"}'\n        values: '" + interval + "'\n" +
+			"      - series: 'saguin_storage_commits_total{instance=\"b:9090\",job=\"saguin\",provider=\"disk\",closed_by=\"records\"}'\n        values: '" + records + "'\n" +
+			"      - series: 'saguin_storage_committed_records_total{instance=\"b:9090\",job=\"saguin\",provider=\"disk\"}'\n        values: '" + committed + "'\n" +
+			"      - series: 'saguin_provider_publish_commit_max_records{instance=\"b:9090\",job=\"saguin\",provider=\"disk\"}'\n        values: '256x120'\n" +
+			"    alert_rule_test:\n      - eval_time: 100m\n        alertname: SaguinCommitBatchesNearlyEmpty\n"
+	}
+	tests := series("0+60x120", "0x120", "0+60x120") + `        exp_alerts:
+          - exp_labels: {severity: info, instance: "b:9090", job: saguin, provider: disk}
+            exp_annotations:
+              summary: "Provider disk: transactions wait out publish_commit_interval and collect almost nothing"
+              description: "Lower publish_commit_interval or publish_commit_max_records, or remove them."
+` +
+		series("0+60x120", "0x120", "0+6000x120") + "        exp_alerts: []\n" + // a hundred records a batch
+		series("0+6x120", "0+54x120", "0+60x120") + "        exp_alerts: []\n" // little arrives, closed by records
+	if out, err := promtoolRuleTest(t, tests); err != nil {
+		t.Fatalf("promtool test rules: %v\n%s", err, out)
+	}
+}
+
+// Checklist D12.118 (RFC 0005 "The catalogue"): the reconnect-loop alert is
+// on saguin_connections_refused_total, by reason: a fleet refused again and
+// again for ten minutes fires it naming the reason; one refusal does not.
+func TestD12_118ReconnectLoopAlertFiresOnARefusalRate(t *testing.T) {
+	series := func(values string) string {
+		return "  - interval: 1m\n    input_series:\n" +
+			"      - series: 'saguin_connections_refused_total{instance=\"b:9090\",job=\"saguin\",reason=\"not authorized\"}'\n        values: '" + values + "'\n" +
+			"    alert_rule_test:\n      - eval_time: 60m\n        alertname: SaguinConnectionsRefused\n"
+	}
+	tests := series("0+60x120") + `        exp_alerts:
+          - exp_labels: {severity: warn, instance: "b:9090", job: saguin, reason: "not authorized"}
+            exp_annotations:
+              summary: "Connections refused for not authorized"
+              description: "/v1/operations/refused names the clients; read beside saguin_publish_refused_total with the same reason."
+` + series("0 1x119") + "        exp_alerts: []\n"
+	if out, err := promtoolRuleTest(t, tests); err != nil {
+		t.Fatalf("promtool test rules: %v\n%s", err, out)
+	}
+}
+
+// Checklist D7.66 (RFC 0005 "The operations listener"): nothing on the
+// listener acts. Every route answers any method but GET (and HEAD where
+// /health and /metrics take it) 405 naming what it takes, and the request
+// changes nothing: the queue's job is still there, unresolved.
+func TestD7_66NoRouteActs(t *testing.T) {
+	ob := recordsBroker(t, "", "")
+	pub := dialRaw(t, ob.addr, codec.Version5)
+	pub.mustConnect("producer", nil)
+	pub.publishQoS1("work/1/inspect", []byte("job"), 1)
+	routes := map[string]string{"/health": "GET, HEAD", "/metrics": "GET, HEAD"}
+	for _, p := range []string{"acl?user=x", "config", "consumers", "position-lost", "refused", "sessions", "users", "queues/jobs"} {
+		routes["/v1/operations/"+p] = "GET"
+	}
+	for path, allow := range routes {
+		for _, m := range []string{"POST", "PUT", "PATCH", "DELETE"} {
+			resp, _ := ob.get(t, m, path)
+			if resp.StatusCode != 405 || resp.Header.Get("Allow") != allow {
+				t.Errorf("%s %s: %d Allow %q, want 405 Allow %q", m, path, resp.StatusCode, resp.Header.Get("Allow"), allow)
+			}
+		}
+	}
+	var q queueBody
+	if body := ob.getJSON(t, "/v1/operations/queues/jobs", &q); q.Unresolved != 1 {
+		t.Fatalf("the job did not survive the requests: %s", body)
+	}
+}
+
+// Checklist D8.94 (RFC 0005 "What the /v1 routes answer with"): a reader
+// carries its scheme, so a device whose client id is bridge:x is
+// mqtt:bridge:x on /position-lost and can never share a row with a bridge
+// named x.
+func TestD8_94PositionLostReaderCarriesItsScheme(t *testing.T) {
+	ob := recordsBroker(t, "retention_bytes: 600", "")
+	passAway(t, ob.addr, "bridge:x", 1)
+	pub := dialRaw(t, ob.addr, codec.Version5)
+	pub.mustConnect("producer", nil)
+	for i := 1; i <= 10; i++ {
+		pub.publishQoS1("ev/x", []byte(strings.Repeat("x", 200)), uint16(i))
+	}
+	watch := dialRaw(t, ob.addr, codec.Version5)
+	watch.mustConnect("watcher", freshSession(300))
+	waitFloorAbove(t, watch, "events", 1)
+	back := dialRaw(t, ob.addr, codec.Version5)
+	back.mustConnect("bridge:x-000", session(3600))
+	var lost lostBody
+	body := ob.waitJSON(t, "/v1/operations/position-lost", &lost, func() bool { return len(lost.Readers) == 1 })
+	if r := lost.Readers[0]; r.Reader != "mqtt:bridge:x-000" || r.Kind != "session" {
+		t.Fatalf("reader %q kind %q, want mqtt:bridge:x-000, a session: %s", r.Reader, r.Kind, body)
+	}
+	var cons consumersBody
+	ob.getJSON(t, "/v1/operations/consumers", &cons)
+	for _, c := range cons.Channels {
+		for _, p := range c.Positions {
+			if !strings.HasPrefix(p.Reader, "mqtt:") {
+				t.Errorf("consumer %q carries no scheme (checklist D7.67)", p.Reader)
+			}
+		}
+	}
+}
