@@ -555,9 +555,11 @@ func (s *session) forgetWindow(e owedEntry) {
 	switch {
 	case s.group != nil:
 	case e.released:
-		s.done = append(s.done, store.InFlightKey{PacketID: e.pid, Offset: e.offset})
+		r := s.rarely()
+		r.done = append(r.done, store.InFlightKey{PacketID: e.pid, Offset: e.offset})
 	case e.share != "":
-		s.done = append(s.done, store.InFlightKey{PacketID: packetIDFor(e.offset), Offset: e.offset})
+		r := s.rarely()
+		r.done = append(r.done, store.InFlightKey{PacketID: packetIDFor(e.offset), Offset: e.offset})
 	}
 }
 
@@ -865,8 +867,10 @@ func (l *backlog) detach(s *session) (done []store.InFlightKey, cursor uint64) {
 		}
 	}
 	s.owed.sentBytes = 0
-	done = s.done
-	s.done = nil
+	if s.rare != nil {
+		done = s.rare.done
+		s.rare.done = nil
+	}
 	l.mu.Lock()
 	delete(l.dirty, s)
 	l.mu.Unlock()
@@ -927,13 +931,17 @@ func (l *backlog) commit() {
 			continue
 		}
 		cursor := l.cursor(s)
-		done := s.done
-		s.done = nil
+		var done []store.InFlightKey
+		if s.rare != nil {
+			done = s.rare.done
+			s.rare.done = nil
+		}
 		sh.mu.Unlock()
 		if err := l.b.sessions.Ack(s.id, done, cursor); err != nil && !errors.Is(err, store.ErrNotFound) {
 			l.b.storageFailed("storing a session's cursor", s.id, err)
 			sh.mu.Lock()
-			s.done = append(s.done, done...)
+			r := s.rarely()
+			r.done = append(r.done, done...)
 			sh.mu.Unlock()
 			l.markDirty(s)
 		}

@@ -198,12 +198,14 @@ func (e *broadcastEngine) Detach(s engine.Session) {
 func (e *broadcastEngine) End(s engine.Session) {
 	b, x := e.b, sessionOf(s)
 	back := b.takeShared(x)
-	b.returnToGroups(x, broadcastOnly(x.carry))
+	b.returnToGroups(x, broadcastOnly(x.rareOrNone().carry))
 	for f := range x.filters {
 		e.unsubscribe(x, f)
 	}
 	b.bcast.end(x)
-	x.givenBack = b.giveBack(x, back)
+	if given := b.giveBack(x, back); len(given) > 0 || x.rare != nil {
+		x.rarely().givenBack = given
+	}
 }
 
 // Ack: a PUBACK or PUBCOMP lets the session's log entry go and fills its
@@ -223,7 +225,7 @@ func (e *broadcastEngine) Ack(s engine.Session, ref delivery.Ref, stage engine.A
 			b.bcast.pump(x, c.c) // the room it made is used at once
 		}
 	}
-	if len(x.groups) > 0 {
+	if x.rare != nil && len(x.rare.groups) > 0 {
 		b.memberMayTake(x) // its groups' backlogs drain into the room
 	}
 	if rs := x.retained.Load(); rs != nil {
@@ -242,7 +244,7 @@ func (e *broadcastEngine) Ack(s engine.Session, ref delivery.Ref, stage engine.A
 // only its owners' acknowledgements; this one is broadcast's, whose window
 // the two connections share. Shard lock held.
 func (e *broadcastEngine) staleAck(s *session, c delivery.Client, ref delivery.Ref) {
-	if owner := s.client.Load(); owner != nil && s.takenFrom == c {
+	if owner := s.client.Load(); owner != nil && s.rare != nil && s.rare.takenFrom == c {
 		e.b.bcast.resend(s, owner.c, ref.N)
 	}
 }

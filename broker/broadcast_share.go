@@ -112,7 +112,8 @@ func (b *Broker) joinShare(key, inner string, s *session, sub subscription) *sha
 		g.members = append(g.members, nil)
 		copy(g.members[i+1:], g.members[i:])
 		g.members[i] = s
-		s.groups = append(s.groups, g)
+		r := s.rarely()
+		r.groups = append(r.groups, g)
 	}
 	g.subs[s] = sub
 	return g
@@ -188,9 +189,9 @@ func (b *Broker) leaveShare(key string, s *session) {
 			break
 		}
 	}
-	for i, x := range s.groups {
+	for i, x := range s.rareOrNone().groups {
 		if x == g {
-			s.groups = append(s.groups[:i], s.groups[i+1:]...)
+			s.rare.groups = append(s.rare.groups[:i], s.rare.groups[i+1:]...)
 			break
 		}
 	}

@@ -31,7 +31,7 @@ import (
 func (b *Broker) memberMayTake(s *session) {
 	b.shares.mu.Lock()
 	defer b.shares.mu.Unlock()
-	for _, g := range s.groups {
+	for _, g := range s.rareOrNone().groups {
 		if len(g.standIn.owed.entries) > 0 {
 			b.queueDrain(g)
 		}

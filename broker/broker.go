@@ -175,33 +175,18 @@ type session struct {
 	// will is the armed Last Will, nil for none; its DueAt is set while it
 	// waits out its delay.
 	will *store.Will
-	// timer ends the session at its expiry, or publishes its Will.
-	timer clock.Timer
 	// owed is what the session is owed from the broadcast log (broadcast_backlog.go).
 	owed owedList
-	// done are the stored window entries of QoS 2 deliveries completed since
-	// the last commit, forgotten with the cursor's next write.
-	done []store.InFlightKey
-	// holds are its exactly-once publishes between PUBREC and PUBREL.
-	holds map[uint16]heldPublish
-	// givenBack is what broadcast's End gave back into its groups'
-	// backlogs, written with the session's ending in one operation
-	// (storeEnd).
-	givenBack []store.Returned
-	// takenFrom is the connection this session was taken over from while
-	// it still held it: its unfinished deliveries, handed back as it ends,
-	// belong to this session's new connection (resume.go).
-	takenFrom delivery.Client
-	// carry are the deliveries its last connection left unfinished, sent
-	// again first when it resumes (resume.go). Kept in memory only.
-	carry []delivery.Unfinished
+	// rare is what only some sessions hold - an away one's timer, a
+	// resumed or taken-over one's window, a shared group member's groups,
+	// an exactly-once publisher's holds - made at its first need (rarely):
+	// a connected client that does none of these, most of an idle fleet,
+	// is 208 bytes where it was 336 in the 352-byte class
+	// (TestASessionKeepsItsSizeClass). nil reads as all of them empty.
+	rare *sessionRare
 	// group is set on the stand-in session a shared group keeps in the index
 	// (broadcast_share.go); nil on every client's session.
 	group *shareGroup
-	// groups are the shared groups s is a member of: an acknowledgement
-	// from a member may let their backlogs drain (broadcast_sharedrain.go). Guarded by
-	// the shard lock and the shares lock together; either one reads.
-	groups []*shareGroup
 	// floorPassed: the session ends because retention passed one of its
 	// positions at a CONNECT; its other positions are kept (KeepsPositions).
 	floorPassed bool
@@ -231,6 +216,54 @@ type session struct {
 	// pumping: a read of the log for its connection is queued or being
 	// made with the shard lock let go (backlog.pumpOff).
 	pumping bool
+}
+
+// sessionRare is the part of a session made at its first need (session.rare).
+// Every field is guarded by the shard lock, as the session's are.
+type sessionRare struct {
+	// timer ends the session at its expiry, or publishes its Will.
+	timer clock.Timer
+	// done are the stored window entries of QoS 2 deliveries completed since
+	// the last commit, forgotten with the cursor's next write.
+	done []store.InFlightKey
+	// givenBack is what broadcast's End gave back into its groups'
+	// backlogs, written with the session's ending in one operation
+	// (storeEnd).
+	givenBack []store.Returned
+	// takenFrom is the connection this session was taken over from while
+	// it still held it: its unfinished deliveries, handed back as it ends,
+	// belong to this session's new connection (resume.go).
+	takenFrom delivery.Client
+	// carry are the deliveries its last connection left unfinished, sent
+	// again first when it resumes (resume.go). Kept in memory only.
+	carry []delivery.Unfinished
+	// groups are the shared groups s is a member of: an acknowledgement
+	// from a member may let their backlogs drain (broadcast_sharedrain.go).
+	// Guarded by the shard lock and the shares lock together; either one
+	// reads.
+	groups []*shareGroup
+	// holds are its exactly-once publishes between PUBREC and PUBREL.
+	holds map[uint16]heldPublish
+}
+
+// rarely is s.rare, made if s has none yet. Shard lock held.
+func (s *session) rarely() *sessionRare {
+	if s.rare == nil {
+		s.rare = new(sessionRare)
+	}
+	return s.rare
+}
+
+// noRare is what a session with no rare part reads: every field empty.
+var noRare sessionRare
+
+// rareOrNone is s.rare to read, the empty one when s has none (never
+// written through). Shard lock held.
+func (s *session) rareOrNone() *sessionRare {
+	if s.rare == nil {
+		return &noRare
+	}
+	return s.rare
 }
 
 // ownedBy reports whether c is the connection that owns s now: the only one
@@ -440,19 +473,21 @@ func (b *Broker) Connect(c delivery.Client, req *netloop.ConnectRequest) (bool, 
 		// What it is owed goes before anything live: each engine sends its
 		// part of the unfinished window first, under its identifiers, then
 		// what it holds for the session (broadcast: its groups, the log).
-		b.resumeEngines(s, c, s.carry)
+		b.resumeEngines(s, c, s.rareOrNone().carry)
 	} else {
 		// A session begun new is handed its connection too: the engines
 		// learn it here, since a SUBSCRIBE reaches them under the shard
 		// lock, where they cannot look the connection up.
 		b.resumeEngines(s, c, nil)
 	}
-	releaseCarry(s.carry)
-	clear(s.carry)
-	s.carry = s.carry[:0]
-	s.takenFrom = nil
-	if present {
-		s.takenFrom = old
+	if r := s.rare; r != nil {
+		releaseCarry(r.carry)
+		clear(r.carry)
+		r.carry = r.carry[:0]
+		r.takenFrom = nil
+	}
+	if present && old != nil {
+		s.rarely().takenFrom = old
 	}
 	s.who.Store(who)
 	s.conn = b.connInfoOf(req)
@@ -661,7 +696,7 @@ func (b *Broker) armExpiry(sh *shard, s *session) {
 		at = s.will.DueAt
 	}
 	gen := s.gen
-	s.timer = b.opts.Clock.AfterFunc(at.Sub(b.now()), func() {
+	s.rarely().timer = b.opts.Clock.AfterFunc(at.Sub(b.now()), func() {
 		sh.mu.Lock()
 		defer sh.mu.Unlock()
 		if s.ended || s.gen != gen || s.client.Load() != nil {
@@ -682,9 +717,9 @@ func (b *Broker) armExpiry(sh *shard, s *session) {
 }
 
 func (b *Broker) stopTimer(s *session) {
-	if s.timer != nil {
-		s.timer.Stop()
-		s.timer = nil
+	if s.rare != nil && s.rare.timer != nil {
+		s.rare.timer.Stop()
+		s.rare.timer = nil
 	}
 }
 
@@ -703,7 +738,7 @@ func (b *Broker) endSession(sh *shard, s *session, why string, later bool) {
 	s.ended = true
 	s.will = nil
 	b.stopTimer(s)
-	for pid := range s.holds {
+	for pid := range s.rareOrNone().holds {
 		b.dropHold(s, pid)
 	}
 	// Each engine lets go of what it served s - broadcast gives what its
@@ -712,13 +747,16 @@ func (b *Broker) endSession(sh *shard, s *session, why string, later bool) {
 	b.endEngines(s)
 	b.counters.Subscriptions.Add(-int64(len(s.filters)))
 	clear(s.filters)
-	releaseCarry(s.carry)
-	s.carry = nil
+	var returned []store.Returned
+	if r := s.rare; r != nil {
+		releaseCarry(r.carry)
+		r.carry = nil
+		returned = r.givenBack
+		r.givenBack = nil
+	}
 	if sh.sessions[s.id] == s {
 		delete(sh.sessions, s.id)
 	}
-	returned := s.givenBack
-	s.givenBack = nil
 	if later {
 		b.storeLater(sh, s.id, func(*shard) { b.storeEnd(s.id, returned) })
 	} else {

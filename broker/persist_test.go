@@ -500,3 +500,70 @@ func TestQoS2DeliveryWhosePubrecWasStoredResumesWithItsPubrelAfterARestart(t *te
 		t.Fatalf("the completed exchange is still in the stored window: %+v", w)
 	}
 }
+
+// A session that ends with its connection and holds no filter and no Will
+// has nothing to resume and nothing the provider charges: the store keeps no
+// record of it (and the provider counts none of its bytes) until its first
+// filter, which stores the record whole; its ending leaves nothing.
+func TestASessionEndingWithItsConnectionIsStoredOnlyOnceItHoldsAFilter(t *testing.T) {
+	p, err := memory.Open(store.MemoryOptions{Name: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Close() })
+	var st stores
+	st.sessions, _ = p.Sessions()
+	st.retained, _ = p.Retained(0)
+	b := st.broker(t, Options{})
+	c := &ackClient{id: "clean"}
+	if _, code, _ := connectAs(t, b, c, true, 0, nil); code != codec.Success {
+		t.Fatalf("CONNECT answered 0x%02x", byte(code))
+	}
+	if _, ok, _ := st.sessions.Get("clean"); ok {
+		t.Fatal("a session ending with its connection, with no filter and no Will, was stored")
+	}
+	if n := p.Bytes(); n != 0 {
+		t.Fatalf("the provider counts %d bytes for a session it holds no record of", n)
+	}
+	if code, _ := b.Subscribe(c, []byte("a/b"), delivery.SubscribeOptions{QoS: 1}); code != 1 {
+		t.Fatalf("SUBSCRIBE answered 0x%02x", byte(code))
+	}
+	got, ok, _ := st.sessions.Get("clean")
+	if !ok || len(got.Subscriptions) != 1 || got.Subscriptions[0].Filter != "a/b" {
+		t.Fatalf("after its first filter the store holds %+v (%v), want the record with a/b", got, ok)
+	}
+	b.Disconnected(c, 0, true)
+	if _, ok, _ := st.sessions.Get("clean"); ok {
+		t.Fatal("the record outlived the session's end")
+	}
+	// A Will is kept from the CONNECT that armed it, whatever the expiry
+	// (RFC 0002 "Every session's state").
+	w := &ackClient{id: "willed"}
+	if _, code, _ := connectAs(t, b, w, true, 0, &codec.Publish{Topic: []byte("gone"), Payload: []byte("x")}); code != codec.Success {
+		t.Fatalf("CONNECT with a Will answered 0x%02x", byte(code))
+	}
+	if got, ok, _ := st.sessions.Get("willed"); !ok || got.Will == nil {
+		t.Fatalf("a session's Will is not stored: %+v (%v)", got, ok)
+	}
+}
+
+// What an ended session left under a client id is removed by a session
+// begun new there even when that one stores no record (RFC 0003 "A session
+// begun new inherits nothing from an ended one").
+func TestASessionBegunNewWithNoRecordRemovesAnEndedOnesLeftovers(t *testing.T) {
+	st := newStores(t, 0)
+	if err := st.sessions.Put(store.Session{ClientID: "dev", Expiry: time.Hour, Subscriptions: []store.Subscription{{Filter: "old/#", QoS: 1}}}); err != nil {
+		t.Fatal(err)
+	}
+	b := st.broker(t, Options{})
+	sh := b.shard("dev")
+	sh.mu.Lock()
+	delete(sh.sessions, "dev") // the broker holds no session for it: leftovers
+	sh.mu.Unlock()
+	if _, code, _ := connectAs(t, b, &ackClient{id: "dev"}, true, 0, nil); code != codec.Success {
+		t.Fatalf("CONNECT answered 0x%02x", byte(code))
+	}
+	if got, ok, _ := st.sessions.Get("dev"); ok {
+		t.Fatalf("an ended session's record is still stored: %+v", got)
+	}
+}

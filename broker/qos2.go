@@ -43,7 +43,7 @@ func (b *Broker) hold(c delivery.Client, p *codec.Publish, eng engine.Engine) (c
 	}
 	now := b.now()
 	b.expireHolds(s, now)
-	if len(s.holds)+int(s.holding) >= b.opts.QoS2MaxInflight {
+	if len(s.rareOrNone().holds)+int(s.holding) >= b.opts.QoS2MaxInflight {
 		sh.mu.Unlock()
 		b.counters.PublishRefused.Add(delivery.ReasonInflightAllowanceExceeded)
 		return b.logRefusal(id, p, codec.QuotaExceeded, "past broker.qos2.max_inflight_per_client unfinished exactly-once publishes")
@@ -74,10 +74,10 @@ func (b *Broker) hold(c delivery.Client, p *codec.Publish, eng engine.Engine) (c
 		b.dropHold(s, p.PacketID)
 		return codec.UnspecifiedError, "the session was taken over"
 	}
-	if s.holds == nil {
-		s.holds = make(map[uint16]heldPublish)
+	if r := s.rarely(); r.holds == nil {
+		r.holds = make(map[uint16]heldPublish)
 	}
-	s.holds[p.PacketID] = heldPublish{at: now, rec: rec, eng: eng}
+	s.rare.holds[p.PacketID] = heldPublish{at: now, rec: rec, eng: eng}
 	b.counters.QoS2Held.Add(1)
 	return codec.Success, ""
 }
@@ -93,7 +93,7 @@ func (b *Broker) Holds(c delivery.Client, packetID uint16) bool {
 		return false
 	}
 	b.expireHolds(s, b.now())
-	_, ok := s.holds[packetID]
+	_, ok := s.rareOrNone().holds[packetID]
 	return ok
 }
 
@@ -113,7 +113,7 @@ func (b *Broker) Release(c delivery.Client, packetID uint16) (codec.ReasonCode, 
 		return codec.SessionTakenOver, "the session was taken over" // no PUBCOMP (RFC 0003)
 	}
 	b.expireHolds(s, b.now())
-	h, ok := s.holds[packetID]
+	h, ok := s.rareOrNone().holds[packetID]
 	if !ok || h.releasing {
 		// Being released by the connection this one took the session
 		// from: it is routed once, by that release.
@@ -123,7 +123,7 @@ func (b *Broker) Release(c delivery.Client, packetID uint16) (codec.ReasonCode, 
 	// The hold is marked so that nothing else drops it while its release is
 	// written with the lock let go (storeNow).
 	h.releasing = true
-	s.holds[packetID] = h
+	s.rare.holds[packetID] = h
 	return b.release(sh, s, packetID, h)
 }
 
@@ -133,7 +133,7 @@ func (b *Broker) expireHolds(s *session, now time.Time) {
 	if b.opts.QoS2ExpiresAfter <= 0 {
 		return
 	}
-	for pid, h := range s.holds {
+	for pid, h := range s.rareOrNone().holds {
 		if !h.releasing && now.Sub(h.at) >= b.opts.QoS2ExpiresAfter {
 			b.dropHold(s, pid)
 		}
@@ -144,8 +144,8 @@ func (b *Broker) expireHolds(s *session, now time.Time) {
 // client waits for the store's part (storeLater). Shard lock held.
 func (b *Broker) dropHold(s *session, pid uint16) {
 	id := s.id
-	holder := s.holds[pid].eng.Holder()
-	delete(s.holds, pid)
+	holder := s.rareOrNone().holds[pid].eng.Holder()
+	delete(s.rareOrNone().holds, pid)
 	b.storeLater(nil, id, func(*shard) {
 		if _, err := holder.DropHeld(id, pid); err != nil {
 			b.storageFailed("dropping an abandoned exactly-once publish", id, err)
@@ -180,14 +180,14 @@ func (b *Broker) release(sh *shard, s *session, packetID uint16, h heldPublish) 
 	if err != nil || code != codec.Success {
 		// Kept for the re-sent PUBREL (a channel at max_bytes: 0x97).
 		h.releasing = false
-		if _, kept := s.holds[packetID]; kept {
-			s.holds[packetID] = h
+		if _, kept := s.rareOrNone().holds[packetID]; kept {
+			s.rare.holds[packetID] = h
 		}
 	}
 	switch {
 	case errors.Is(err, store.ErrNotFound):
-		if _, kept := s.holds[packetID]; kept {
-			delete(s.holds, packetID)
+		if _, kept := s.rareOrNone().holds[packetID]; kept {
+			delete(s.rare.holds, packetID)
 			b.counters.QoS2Held.Add(-1)
 		}
 		sh.mu.Unlock()
@@ -205,8 +205,8 @@ func (b *Broker) release(sh *shard, s *session, packetID uint16, h heldPublish) 
 		sh.mu.Unlock()
 		return code, why
 	}
-	if _, kept := s.holds[packetID]; kept {
-		delete(s.holds, packetID)
+	if _, kept := s.rareOrNone().holds[packetID]; kept {
+		delete(s.rare.holds, packetID)
 		b.counters.QoS2Held.Add(-1)
 	}
 	sh.mu.Unlock()
@@ -229,10 +229,10 @@ func (b *Broker) restoreHolds() error {
 			sh := b.shard(h.ClientID)
 			sh.mu.Lock()
 			if s := sh.sessions[h.ClientID]; s != nil {
-				if s.holds == nil {
-					s.holds = make(map[uint16]heldPublish)
+				if r := s.rarely(); r.holds == nil {
+					r.holds = make(map[uint16]heldPublish)
 				}
-				s.holds[h.PacketID] = heldPublish{at: h.HeldAt, rec: h.Record, eng: eng}
+				s.rare.holds[h.PacketID] = heldPublish{at: h.HeldAt, rec: h.Record, eng: eng}
 				b.counters.QoS2Held.Add(1)
 			} else if _, err := holder.DropHeld(h.ClientID, h.PacketID); err != nil {
 				sh.mu.Unlock()

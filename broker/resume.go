@@ -25,12 +25,15 @@ func (b *Broker) Unfinished(c delivery.Client, u []delivery.Unfinished) {
 		// Disconnected that follows, where each engine takes its own back
 		// (broadcast's End: what its groups handed it goes back to them or
 		// is dropped, MQTT 5 4.8.2).
-		releaseCarry(s.carry)
-		s.carry = append(s.carry[:0], u...)
+		if len(u) > 0 || s.rare != nil {
+			r := s.rarely()
+			releaseCarry(r.carry)
+			r.carry = append(r.carry[:0], u...)
+		}
 		for _, x := range u {
 			x.Msg.Retain() // the connection lets go of them as it ends
 		}
-	case ref != nil && s.takenFrom == c:
+	case ref != nil && s.rare != nil && s.rare.takenFrom == c:
 		// Taken over while these were out: the resuming connection has them.
 		b.resumeEngines(s, ref.c, u)
 	default:

@@ -24,8 +24,29 @@ func (b *Broker) putSession(sh *shard, s *session, whole bool) error {
 				return err
 			}
 		}
-		return b.sessions.Put(s.record())
+		return b.putRecord(s)
 	})
+}
+
+// putRecord writes s's whole record, replacing whatever an ended session
+// left under its id. A session that ends with its connection and holds no
+// filter and no Will has nothing a store keeps for it - nothing to resume,
+// nothing the provider charges (RFC 0002 counts a session's memory "while
+// its client is away", and this one never is) - so the write only removes
+// those leftovers (End) and stores no record: a memory provider then holds
+// nothing for the client, where a record and its map entry were 190 bytes
+// of every clean connection (docs/netloop.md, "Where an idle connection's
+// bytes go"). Its first filter or a Will writes the record whole (storeFilter
+// and Update's fallback come here). Shard lock held, or the write is the
+// id's queued one.
+func (b *Broker) putRecord(s *session) error {
+	if s.expiry == 0 && s.will == nil && len(s.filters) == 0 {
+		if err := b.sessions.End(s.id, nil); err != nil && !errors.Is(err, store.ErrNotFound) {
+			return err
+		}
+		return nil
+	}
+	return b.sessions.Put(s.record())
 }
 
 // storeState writes the record of s as it stands now, without its filters,
@@ -63,7 +84,7 @@ func (b *Broker) putWhole(held, sh *shard, s *session) error {
 	if s.ended {
 		return nil
 	}
-	return b.sessions.Put(s.record())
+	return b.putRecord(s)
 }
 
 // storeCursor writes a detached session's cursor and forgets its completed

@@ -67,7 +67,7 @@ func TestWillDelayWaitsAndAResumeCancelsIt(t *testing.T) {
 	sh := b.shard("dev")
 	sh.mu.Lock()
 	s := sh.sessions["dev"]
-	waiting, timer := s.will != nil, s.timer != nil
+	waiting, timer := s.will != nil, s.rare != nil && s.rare.timer != nil
 	sh.mu.Unlock()
 	if waiting || timer {
 		t.Fatalf("after the resume the Will is still waiting (%v) or its timer armed (%v)", waiting, timer)
