@@ -73,6 +73,21 @@ func (b *Broker) SetAccess(a *Access) {
 // before the broker serves.
 func (b *Broker) OnGrantsChanged(f func()) { b.onGrantsChanged = append(b.onGrantsChanged, f) }
 
+// publishFigures is what c is held to per second: the limits: of the
+// acl_file entry applying to its user name where that entry carries them
+// (entry true), else limits.publish_rate and publish_bytes - for anonymous
+// and unmatched clients too (RFC 0002 "How fast one client may publish").
+// The grants are looked up only under a file with limits somewhere.
+func (b *Broker) publishFigures(c delivery.Client) (f figures, entry bool) {
+	wide := acl.Bounds{PublishRate: b.opts.PublishRate, PublishBytes: b.opts.PublishBytes}
+	if a := b.access.Load(); a != nil && a.ACL != nil && a.ACL.UsesLimits {
+		g := grantsIn(a.ACL, b.whoOf(c), c.ClientID())
+		entry = g.Limits() != nil
+		wide = g.Figures(wide)
+	}
+	return figures{float64(wide.PublishRate), float64(wide.PublishBytes)}, entry
+}
+
 // identity is who a connection authenticated as: the name its CONNECT
 // proved ("" for an anonymous client, and for a name nothing checked), and
 // the grants the acl_file gave that name and client id.

@@ -4,8 +4,10 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/saguin-edge/saguin/broker/acl"
+	"github.com/saguin-edge/saguin/broker/clock"
 	"github.com/saguin-edge/saguin/codec"
 	"github.com/saguin-edge/saguin/netloop"
 	"github.com/saguin-edge/saguin/netloop/delivery"
@@ -177,5 +179,52 @@ func TestRememberedReadGrantIsAskedAgainForANewNameAndAReRead(t *testing.T) {
 	publish()
 	if n := second.got(); n != 1 {
 		t.Fatalf("none after a re-read granting jobs/#: deliveries %d, want 1", n)
+	}
+}
+
+// An acl_file entry's limits: hold the clients it applies to, refilling at
+// the entry's rate rather than the broker-wide one; a client whose entry
+// carries none is held to the broker-wide figures; a re-read giving the
+// entry new figures applies to the next publish (RFC 0002 "How fast one
+// client may publish").
+func TestEntryLimitsReplaceTheBrokerWideFigures(t *testing.T) {
+	clk := clock.NewFake(time.Now())
+	b := newTestBroker(t, Options{Clock: clk, PublishRate: 2})
+	const file = "roles:\n  any:\n    - topic: \"#\"\n      allow: [write]\nusers:\n  slow:\n    roles: [any]\n    limits: {publish_rate: RATE}\n  plain: [any]\n"
+	load := func(rate string) {
+		t.Helper()
+		a, err := acl.Parse("/acl.yaml", []byte(strings.Replace(file, "RATE", rate, 1)), acl.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		b.SetAccess(&Access{ACL: a})
+	}
+	load("1")
+	slow, plain := &recorder{id: "s"}, &recorder{id: "p"}
+	connectNamed(t, b, slow, "slow")
+	connectNamed(t, b, plain, "plain")
+	accepted := func(c delivery.Client, n int) int {
+		ok := 0
+		for range n {
+			if code, _ := b.Publish(c, &codec.Publish{Topic: []byte("t"), Payload: []byte("x")}); code == codec.Success {
+				ok++
+			}
+		}
+		return ok
+	}
+	if got := accepted(slow, 3); got != 1 {
+		t.Fatalf("slow (its entry's 1 a second): %d of 3 accepted", got)
+	}
+	if got := accepted(plain, 3); got != 2 {
+		t.Fatalf("plain (no limits: the broker-wide 2 a second): %d of 3 accepted", got)
+	}
+	clk.Advance(time.Second)
+	if got := accepted(slow, 3); got != 1 {
+		t.Fatalf("slow a second later: %d of 3 accepted, want the entry's 1", got)
+	}
+	load("5")
+	clk.Advance(time.Second)
+	if got := accepted(slow, 6); got != 5 {
+		t.Fatalf("slow after a re-read giving its entry 5 a second: %d of 6 accepted", got)
 	}
 }

@@ -114,7 +114,7 @@ type Broker struct {
 	// engine, every other one to broadcast (routes.go).
 	broadcast *broadcastEngine
 	routes    routes
-	budgets   *budgets // nil when neither publish_rate nor publish_bytes is set
+	budgets   *budgets // publish_rate and publish_bytes, broker-wide or an acl_file entry's
 	// later orders the writes no client waits on per client id, off the
 	// event loops, on a provider that commits to disk.
 	later laterWrites
@@ -358,7 +358,7 @@ func New(opts Options) (*Broker, error) {
 	b.bcast.init(b)
 	b.broadcast = newBroadcastEngine(b)
 	b.routes.init(b.broadcast)
-	b.budgets = newBudgets(opts.PublishRate, opts.PublishBytes)
+	b.budgets = newBudgets()
 	for i := range b.shards {
 		b.shards[i].sessions = make(map[string]*session)
 	}
@@ -810,11 +810,14 @@ func (b *Broker) admitPublish(c delivery.Client, p *codec.Publish, route engine.
 	// The rate comes first: before the topic is resolved or anything kept,
 	// so nothing accumulates whatever an over-eager client does. Said at
 	// debug, since a client held to its rate makes one line per publish.
-	// The clock is read only with a budget to charge: without publish_rate
-	// or publish_bytes a publish reads none here.
-	if b.budgets != nil && !b.budgets.take(c.ClientID(), len(p.Payload), b.now()) {
+	// The clock is read only with a budget to charge: a client held to no
+	// figure reads none here.
+	if f, entry := b.publishFigures(c); f.bounded() && !b.budgets.take(c.ClientID(), len(p.Payload), b.now(), f) {
 		b.counters.PublishRefused.Add(delivery.ReasonPublishRateExceeded)
 		b.log.Debug("publish refused", "client_id", c.ClientID(), "topic", string(p.Topic), "code", codec.QuotaExceeded.String(), "why", "publish rate exceeded")
+		if entry {
+			return answered(codec.QuotaExceeded, "over the publish_rate or publish_bytes of the acl_file entry applying to this client")
+		}
 		return answered(codec.QuotaExceeded, "over limits.publish_rate or limits.publish_bytes")
 	}
 	if n, size := headers(&p.Properties); n > b.opts.MaxHeaderCount {

@@ -308,9 +308,9 @@ func TestMessageLargerThanTheByteBudgetIsAdmittedIntoDeficit(t *testing.T) {
 }
 
 func TestRefilledBudgetsAreDropped(t *testing.T) {
-	bs := newBudgets(5, 0)
+	bs := newBudgets()
 	now := time.Now()
-	bs.take("a", 1, now)
+	bs.take("a", 1, now, figures{rate: 5})
 	sh := &bs.shards[maphash.String(bs.seed, "a")%sessionShards]
 	bs.sweep(sh, now.Add(2*time.Second))
 	if len(sh.m) != 0 {

@@ -178,10 +178,13 @@ type ACL struct {
 	// UsesClientID: some rule or client_ids pattern uses %c, which --acl
 	// then says what it is worth.
 	UsesClientID bool
-	channels     map[string]*Channel
-	table        *topic.Table[*Channel]
-	nobodyOnce   sync.Once
-	nobody       *Grants
+	// UsesLimits: some entry carries limits:, so the broker asks which
+	// entry applies before charging a publish to its budget.
+	UsesLimits bool
+	channels   map[string]*Channel
+	table      *topic.Table[*Channel]
+	nobodyOnce sync.Once
+	nobody     *Grants
 }
 
 // Error is one refusal of the file, at a line (0: the file as a whole).
@@ -594,6 +597,7 @@ func (c *compiler) users(n *node) {
 				case "roles":
 				case "limits":
 					e.Limits = c.limits(v.vals[j], v.klines[j])
+					c.a.UsesLimits = c.a.UsesLimits || e.Limits != nil
 				case "client_ids":
 					e.ClientIDs = c.clientIDs(v.vals[j], v.klines[j])
 				default:
