@@ -1,8 +1,12 @@
 package conformance
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/saguin-edge/saguin/codec"
@@ -77,6 +81,320 @@ users:
 		c.mustConnect(clientID(t, tc.user), login(tc.user, tc.pass))
 		if n := untilRefused(t, c, "t/"+tc.user); !tc.ok(n) {
 			t.Errorf("%s: %d of ten publishes at once acknowledged before a 0x97, want %s", tc.user, n, tc.want)
+		}
+	}
+}
+
+// reread rewrites b's acl_file as acl, sends SIGUSR1 and waits for the line
+// saying the re-read is in force.
+func (b *brokerProc) reread(t *testing.T, acl string) {
+	t.Helper()
+	if err := os.WriteFile(filepath.Join(b.dir, "acl.yaml"), []byte(acl), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	seen := len(b.log.snapshot())
+	b.signal(syscall.SIGUSR1)
+	if b.log.waitFrom(seen, regexp.MustCompile(`credentials re-read and in force`), waitLong) == "" {
+		t.Fatalf("the re-read never said it was in force:\n%s", b.log)
+	}
+}
+
+// Checklist B1 (RFC 0002 "What a client may do"): with no acl_file every
+// authenticated client may do anything - publish and subscribe anywhere,
+// drain a queue and hang another client up.
+func TestB1WithoutAnACLFileEveryAuthenticatedClientMayDoAnything(t *testing.T) {
+	saguinOnly(t, "the test needs a saguin started with its own password file")
+	dir := t.TempDir()
+	pw := writePasswd(t, dir, authUsers)
+	b := startBrokerIn(t, dir, brokerConfig{MQTT: "password_file: " + pw, Channels: queueChannel})
+	versions(t, func(t *testing.T, v byte) {
+		c := dialRaw(t, b.addr, v)
+		c.mustConnect(clientID(t, "any"), login("dashboard", "pwd"))
+		if got := c.subscribe(1, "#", 1); got[0] != codec.GrantedQoS1 {
+			t.Fatalf("SUBSCRIBE #: 0x%02x", byte(got[0]))
+		}
+		c.publish("iot/device-8/anything", []byte("x"), 1, 2)
+		if h, _, err := c.next(waitLong); err != nil || (h.Type != codec.TypePuback && h.Type != codec.TypePublish) {
+			t.Fatalf("publish anywhere: %v %v", h.Type, err)
+		}
+	})
+	worker := dialRaw(t, b.addr, codec.Version5)
+	worker.mustConnect(clientID(t, "worker"), login("sensor-1", "pws"))
+	if got := worker.subscribe(1, queueForm, 1); got[0] != codec.GrantedQoS1 {
+		t.Fatalf("the queue's form: SUBACK 0x%02x", byte(got[0]))
+	}
+	prod := dialRaw(t, b.addr, codec.Version5)
+	prod.mustConnect(clientID(t, "prod"), login("north", "pwn"))
+	prod.publishQoS1("work/1/inspect", []byte("job"), 1)
+	if o := worker.expectPublishWithin(waitLong); string(o.Payload) != "job" {
+		t.Fatalf("the worker was offered %q", o.Payload)
+	}
+	targetID := clientID(t, "target")
+	target := dialRaw(t, b.addr, codec.Version5)
+	target.mustConnect(targetID, login("device-7", "pw7"))
+	op := dialRaw(t, b.addr, codec.Version5)
+	op.mustConnect(clientID(t, "op"), login("dashboard", "pwd"))
+	op.sendPublish(hangUpRequest(targetID, "ops/replies"))
+	if reply, code := replyAndAck(op); code != codec.Success || string(reply.Payload) != "hung-up" {
+		t.Fatalf("hang-up with no acl_file: PUBACK 0x%02x, reply %q", byte(code), reply.Payload)
+	}
+	target.expectDisconnect(codec.AdministrativeAction)
+}
+
+// Checklist B5 (RFC 0002 "What a refused client sees"): the acl_file is
+// read at startup and re-read on SIGUSR1 - an edit alone changes nothing,
+// the signal applies it to open connections and logs the roles it holds.
+func TestB5ACLFileReadAtStartAndOnSIGUSR1(t *testing.T) {
+	const one = "roles:\n  a:\n    - topic: a/#\n      allow: [write]\nusers:\n  dashboard: [a]\n"
+	const two = "roles:\n  a:\n    - topic: a/#\n      allow: [write]\n  b:\n    - topic: b/#\n      allow: [write]\nusers:\n  dashboard: [a, b]\n"
+	b := aclBroker(t, authUsers, one, brokerConfig{})
+	c := dialRaw(t, b.addr, codec.Version5)
+	c.mustConnect(clientID(t, "dash"), login("dashboard", "pwd"))
+	try := func(topic string, id uint16, want codec.ReasonCode) {
+		t.Helper()
+		c.publish(topic, []byte("x"), 1, id)
+		if got := c.expectPuback(id); got != want {
+			t.Fatalf("%s: PUBACK 0x%02x, want 0x%02x", topic, byte(got), byte(want))
+		}
+	}
+	try("a/1", 1, codec.Success)
+	try("b/1", 2, codec.NotAuthorized)
+	os.WriteFile(filepath.Join(b.dir, "acl.yaml"), []byte(two), 0o600)
+	// A new connection reads the held copy, not the edited file.
+	d := dialRaw(t, b.addr, codec.Version5)
+	d.mustConnect(clientID(t, "dash2"), login("dashboard", "pwd"))
+	d.publish("b/1", []byte("x"), 1, 1)
+	if got := d.expectPuback(1); got != codec.NotAuthorized {
+		t.Fatalf("an edit without the signal was applied: PUBACK 0x%02x", byte(got))
+	}
+	seen := len(b.log.snapshot())
+	b.signal(syscall.SIGUSR1)
+	if b.log.waitFrom(seen, regexp.MustCompile(`credentials re-read and in force.*acl_file=\S+acl.yaml roles=2 entries=1`), waitLong) == "" {
+		t.Fatalf("the re-read does not say the acl_file now holds 2 roles:\n%s", b.log)
+	}
+	try("b/1", 3, codec.Success)
+}
+
+// Checklist B25 (RFC 0002 "Roles, and users matched by pattern"): a rule
+// whose %u would insert a name holding / grants nothing, the entry's other
+// rules still do, and the broker says so once, at connect - not at each
+// publish the rule would have granted.
+func TestB25WithheldRuleIsSaidOnceAtConnect(t *testing.T) {
+	acl := "roles:\n  own:\n    - topic: iot/%u/#\n      allow: [write]\n  shared:\n    - topic: shared/#\n      allow: [write]\nusers:\n  \"site*\": [own, shared]\n"
+	b := aclBroker(t, map[string]string{"site/7": "pw"}, acl, brokerConfig{})
+	id := clientID(t, "site")
+	c := dialRaw(t, b.addr, codec.Version5)
+	c.mustConnect(id, login("site/7", "pw"))
+	for i, tc := range []struct {
+		topic string
+		want  codec.ReasonCode
+	}{
+		{"shared/x", codec.Success},
+		{"iot/site/7/x", codec.NotAuthorized},
+		{"iot/site/7/y", codec.NotAuthorized},
+	} {
+		c.publish(tc.topic, []byte("x"), 1, uint16(i+1))
+		if got := c.expectPuback(uint16(i + 1)); got != tc.want {
+			t.Fatalf("%s: PUBACK 0x%02x, want 0x%02x", tc.topic, byte(got), byte(tc.want))
+		}
+	}
+	withheld := regexp.MustCompile(`level=WARN msg="an acl_file rule grants this client nothing: the name it would put in holds \+, # or /" .*client_id=` + regexp.QuoteMeta(id) + ` user=site/7 role=own rule=iot/%u/# line=3`)
+	if b.log.wait(withheld, waitLong) == "" {
+		t.Fatalf("no warning at connect names the withheld rule:\n%s", b.log)
+	}
+	// The second refusal's line is written after the publish is answered.
+	b.log.wait(regexp.MustCompile(`publish refused .*client_id=`+regexp.QuoteMeta(id)+` topic=iot/site/7/y`), waitLong)
+	n := 0
+	for _, l := range b.log.snapshot() {
+		if withheld.MatchString(l) {
+			n++
+		}
+	}
+	if n != 1 {
+		t.Fatalf("the withheld rule was said %d times for one connection, want once", n)
+	}
+}
+
+// Checklist B33 (RFC 0002 "Which devices may carry a name"): client_ids:
+// may be a list, each pattern with * and %u; a user name holding * is
+// never put in, so a %u pattern admits no client id for it.
+func TestB33ClientIDsListWildcardAndPercentU(t *testing.T) {
+	acl := `roles:
+  r:
+    - topic: r/#
+      allow: [write]
+users:
+  north:
+    roles: [r]
+    client_ids: ["%u-*", spare-1]
+  "st*":
+    roles: [r]
+    client_ids: "%u-1"
+`
+	b := aclBroker(t, map[string]string{"north": "pwn", "st*r": "pws", "stor": "pwo"}, acl, brokerConfig{})
+	versions(t, func(t *testing.T, v byte) {
+		refused := refusedCode(v, codec.BadUserNameOrPassword, codec.ConnRefusedBadUserNamePassword)
+		for _, tc := range []struct {
+			user, pass, id string
+			admitted       bool
+		}{
+			{"north", "pwn", "north-" + uniq(t), true},
+			{"north", "pwn", "spare-1", true},
+			{"north", "pwn", "south-" + uniq(t), false},
+			{"north", "pwn", "%u-" + uniq(t), false}, // the id is not a pattern
+			{"stor", "pwo", "stor-1", true},
+			{"st*r", "pws", "st*r-1", false}, // * in the name: never substituted
+			{"st*r", "pws", "stor-1", false},
+		} {
+			ack := dialRaw(t, b.addr, v).connect(tc.id, login(tc.user, tc.pass))
+			if got := ack.ReasonCode == codec.Success; got != tc.admitted {
+				want := "admitted"
+				if !tc.admitted {
+					want = fmt.Sprintf("refused 0x%02x", byte(refused))
+				}
+				t.Errorf("%s as %s: CONNACK 0x%02x, want %s", tc.user, tc.id, byte(ack.ReasonCode), want)
+			} else if !got && ack.ReasonCode != refused {
+				t.Errorf("%s as %s: CONNACK 0x%02x, want 0x%02x", tc.user, tc.id, byte(ack.ReasonCode), byte(refused))
+			}
+		}
+	})
+}
+
+// featuresACL denies one feature each to noret and noq2; full is denied
+// nothing. Each may write and read every broadcast topic and the state
+// channel.
+const featuresACL = `roles:
+  all:
+    - topic: "#"
+      allow: [write, read]
+    - channel: state
+      allow: [write, read]
+  noret:
+    - broker: features
+      deny: [retained]
+  noq2:
+    - broker: features
+      deny: [qos2]
+users:
+  noret: [all, noret]
+  noq2: [all, noq2]
+  full: [all]
+`
+
+var featureUsers = map[string]string{"noret": "pwr", "noq2": "pwq", "full": "pwf"}
+
+// Checklist B45 (RFC 0002 "Taking a feature away"): retained denied, a
+// retained Will aimed at a broadcast topic is refused at CONNECT 0x9A
+// (3.1.1 0x05); one aimed at a channel topic and one not retained are
+// admitted, and Retain Available is not written (it stays 1).
+func TestB45RetainedWillAtABroadcastTopicIs0x9A(t *testing.T) {
+	b := aclBroker(t, featureUsers, featuresACL, brokerConfig{Channels: latestChannel})
+	versions(t, func(t *testing.T, v byte) {
+		ack := dialRaw(t, b.addr, v).connect(clientID(t, "ret-will"), both(login("noret", "pwr"), will("lwt/x", "gone", 1, true, 0)))
+		if want := refusedCode(v, codec.RetainNotSupported, codec.ConnRefusedNotAuthorized311); ack.ReasonCode != want {
+			t.Errorf("retained Will on a broadcast topic: CONNACK 0x%02x, want 0x%02x", byte(ack.ReasonCode), byte(want))
+		}
+		ack = dialRaw(t, b.addr, v).mustConnect(clientID(t, "chan-will"), both(login("noret", "pwr"), will("state/x", "gone", 1, true, 0)))
+		if v == codec.Version5 && ack.Properties.Present.Has(codec.PropRetainAvailable) {
+			t.Error("Retain Available written for a client denied retained; it stays 1")
+		}
+		dialRaw(t, b.addr, v).mustConnect(clientID(t, "plain-will"), both(login("noret", "pwr"), will("lwt/x", "gone", 1, false, 0)))
+	})
+}
+
+// Checklist B46 (RFC 0002 "Taking a feature away"): qos2 denied, a QoS 2
+// Will is refused at CONNECT 0x9B (3.1.1 0x05), a QoS 1 Will admitted; a
+// QoS 2 subscription is granted 1 and a QoS 2 publish reaches it at QoS 1.
+func TestB46QoS2WillIs0x9BAndDeliveriesAreAtMostQoS1(t *testing.T) {
+	b := aclBroker(t, featureUsers, featuresACL, brokerConfig{Channels: latestChannel})
+	versions(t, func(t *testing.T, v byte) {
+		ack := dialRaw(t, b.addr, v).connect(clientID(t, "q2-will"), both(login("noq2", "pwq"), will("lwt/x", "gone", 2, false, 0)))
+		if want := refusedCode(v, codec.QoSNotSupported, codec.ConnRefusedNotAuthorized311); ack.ReasonCode != want {
+			t.Errorf("QoS 2 Will: CONNACK 0x%02x, want 0x%02x", byte(ack.ReasonCode), byte(want))
+		}
+		dialRaw(t, b.addr, v).mustConnect(clientID(t, "q1-will"), both(login("noq2", "pwq"), will("lwt/x", "gone", 1, false, 0)))
+		sub := dialRaw(t, b.addr, v)
+		sub.mustConnect(clientID(t, "q2-sub"), login("noq2", "pwq"))
+		topic := "d/" + uniq(t)
+		if got := sub.subscribe(1, topic, 2); got[0] != codec.GrantedQoS1 {
+			t.Fatalf("QoS 2 subscription: SUBACK 0x%02x, want 0x01", byte(got[0]))
+		}
+		pub := dialRaw(t, b.addr, v)
+		pub.mustConnect(clientID(t, "q2-pub"), login("full", "pwf"))
+		pub.publishQoS2(topic, []byte("x"), 1)
+		if p := sub.expectPublish(); p.QoS != 1 {
+			t.Fatalf("a QoS 2 publish reached a client denied qos2 at QoS %d, want 1", p.QoS)
+		}
+	})
+}
+
+// Checklist B48 (RFC 0002 "What a refused client sees"): a QoS 0 publish
+// the acl_file refuses is dropped in silence - the connection kept, nothing
+// delivered - and still counted and logged; a QoS 2 one is refused 0x87 on
+// the PUBREC, and a 3.1.1 client is closed, never acknowledged.
+func TestB48RefusedPublishQoS0IsDroppedCountedAndLogged(t *testing.T) {
+	dir := t.TempDir()
+	pw := writePasswd(t, dir, authUsers)
+	aclPath := filepath.Join(dir, "acl.yaml")
+	os.WriteFile(aclPath, []byte(authACL), 0o600)
+	ob := startOps(t, dir, opsTCP+"\nmin_scrape_interval: 60s", brokerConfig{MQTT: "password_file: " + pw + "\nacl_file: " + aclPath})
+	watch := dialRaw(t, ob.addr, codec.Version5)
+	watch.mustConnect(clientID(t, "watch"), login("oncall", "pwo"))
+	watch.mustSubscribe(1, "iot/#", 0)
+	devID := clientID(t, "dev")
+	dev := dialRaw(t, ob.addr, codec.Version5)
+	dev.mustConnect(devID, login("device-7", "pw7"))
+	dev.publish("iot/device-8/t", []byte("refused"), 0, 0)
+	dev.publish("iot/device-7/t", []byte("after"), 0, 0)
+	if p := watch.expectPublish(); string(p.Payload) != "after" {
+		t.Fatalf("the watcher got %q first, want only the granted publish", p.Payload)
+	}
+	dev.ping() // the connection is kept
+	if ob.log.wait(regexp.MustCompile(`msg="publish refused" .*client_id=`+regexp.QuoteMeta(devID)+` topic=iot/device-8/t qos=0 code="Not authorized"`), waitLong) == "" {
+		t.Fatalf("no line says the QoS 0 publish was refused:\n%s", ob.log)
+	}
+	dev.sendPublish(&codec.Publish{QoS: 2, PacketID: 9, Topic: []byte("iot/device-8/t"), Payload: []byte("x")})
+	if code := dev.expectAck(codec.TypePubrec, 9); code != codec.NotAuthorized {
+		t.Fatalf("QoS 2: PUBREC 0x%02x, want 0x87", byte(code))
+	}
+	_, body := ob.get(t, "GET", "/metrics")
+	if v, ok := value(parseScrape(t, body)["saguin_publish_refused_total"], "reason", "not authorized"); !ok || v != 2 {
+		t.Fatalf(`saguin_publish_refused_total{reason="not authorized"} = %v %v, want 2 (the QoS 0 and the QoS 2)`, v, ok)
+	}
+	old := dialRaw(t, ob.addr, codec.Version311)
+	old.mustConnect(clientID(t, "old"), login("device-7", "pw7"))
+	old.sendPublish(&codec.Publish{QoS: 2, PacketID: 1, Topic: []byte("iot/device-8/t"), Payload: []byte("x")})
+	old.expectClosedSilently()
+}
+
+// Checklist B51 (RFC 0002 "What a refused client sees", RFC 0005 "The
+// catalogue"): a Will the acl_file no longer grants when it fires is not
+// published, is counted in saguin_publish_refused_total{reason="not
+// authorized"}, and is not counted in saguin_wills_published_total.
+func TestB51WillRefusedAtFireIsCountedAsRefusedNotPublished(t *testing.T) {
+	dir := t.TempDir()
+	pw := writePasswd(t, dir, authUsers)
+	aclPath := filepath.Join(dir, "acl.yaml")
+	os.WriteFile(aclPath, []byte(authACL), 0o600)
+	ob := startOps(t, dir, opsTCP+"\nmin_scrape_interval: 60s", brokerConfig{MQTT: "password_file: " + pw + "\nacl_file: " + aclPath})
+	id := clientID(t, "dying")
+	dev := dialRaw(t, ob.addr, codec.Version5)
+	dev.mustConnect(id, both(login("device-7", "pw7"), will("iot/device-7/lwt", "gone", 0, false, 0)))
+	ob.reread(t, strings.Replace(authACL, "    - topic: iot/%u/#\n      allow: [write, read]\n", "    - topic: iot/%u/#\n      allow: [read]\n", 1))
+	dev.drop()
+	if ob.log.wait(regexp.MustCompile(`msg="Will not published" .*client_id=`+regexp.QuoteMeta(id)), waitLong) == "" {
+		t.Fatalf("no line says the Will was not published:\n%s", ob.log)
+	}
+	_, body := ob.get(t, "GET", "/metrics")
+	fams := parseScrape(t, body)
+	if v, ok := value(fams["saguin_publish_refused_total"], "reason", "not authorized"); !ok || v != 1 {
+		t.Errorf(`saguin_publish_refused_total{reason="not authorized"} = %v %v, want 1`, v, ok)
+	}
+	if f := fams["saguin_wills_published_total"]; f != nil {
+		for _, m := range f.GetMetric() {
+			if m.GetCounter().GetValue() != 0 {
+				t.Errorf("saguin_wills_published_total %v = %v, want the refused Will counted nowhere there", m.GetLabel(), m.GetCounter().GetValue())
+			}
 		}
 	}
 }
