@@ -398,3 +398,163 @@ func TestB51WillRefusedAtFireIsCountedAsRefusedNotPublished(t *testing.T) {
 		}
 	}
 }
+
+// channelACL grants writer write on the append channel events (ev/#) and
+// the latest channel state (state/#), and reader read on both - narrowed to
+// ev/ok/# and state/ok/# when narrowed is true.
+func channelACL(narrowed bool) string {
+	ev, st := "", ""
+	if narrowed {
+		ev, st = "      filter: ev/ok/#\n", "      filter: state/ok/#\n"
+	}
+	return "roles:\n  writer:\n    - channel: events\n      allow: [write]\n    - channel: state\n      allow: [write]\n" +
+		"  reader:\n    - channel: events\n" + ev + "      allow: [read]\n    - channel: state\n" + st + "      allow: [read]\n" +
+		"users:\n  writer: [writer]\n  reader: [reader]\n"
+}
+
+const bothChannels = "events:\n  type: append\n  filter: ev/#\n" + latestChannel
+
+// Checklist B53 (RFC 0002 "What a refused client sees", invariant 16): an
+// append consumer refused a record mid-channel is stalled at it, not moved
+// past it - the records behind it wait too - and the re-read granting it
+// back is itself what delivers them, with no publish after it.
+func TestB53AppendConsumerRefusedIsStalledAndTheReloadWakesIt(t *testing.T) {
+	b := aclBroker(t, map[string]string{"writer": "pww", "reader": "pwr"}, channelACL(false), brokerConfig{Channels: bothChannels})
+	w := dialRaw(t, b.addr, codec.Version5)
+	w.mustConnect("writer-1", login("writer", "pww"))
+	r := dialRaw(t, b.addr, codec.Version5)
+	r.mustConnect("reader-1", both(login("reader", "pwr"), freshSession(600)))
+	r.mustSubscribe(1, "ev/#", 1)
+	w.publishQoS1("ev/ok/1", []byte("one"), 1)
+	first := r.expectPublish()
+	if string(first.Payload) != "one" {
+		t.Fatalf("got %q", first.Payload)
+	}
+	r.ackDelivery(first)
+	b.reread(t, channelACL(true))
+	w.publishQoS1("ev/no/2", []byte("two"), 2)
+	w.publishQoS1("ev/ok/3", []byte("three"), 3)
+	r.expectNothing("a record behind a refused one waits with it: the consumer is stalled, not moved past it")
+	b.reread(t, channelACL(false))
+	got := r.collect(2)
+	if strings.Join(payloads(got), ",") != "two,three" {
+		t.Fatalf("after the grant came back: %v, want two,three in order", payloads(got))
+	}
+}
+
+// Checklist B53 for a latest channel: a value refused on the live
+// connection is sent to it when a re-read grants it back, with no new
+// value and no reconnect; what was delivered meanwhile is not sent again.
+func TestB53LatestValueRefusedIsSentWhenTheGrantReturns(t *testing.T) {
+	b := aclBroker(t, map[string]string{"writer": "pww", "reader": "pwr"}, channelACL(false), brokerConfig{Channels: bothChannels})
+	w := dialRaw(t, b.addr, codec.Version5)
+	w.mustConnect("writer-1", login("writer", "pww"))
+	r := dialRaw(t, b.addr, codec.Version5)
+	r.mustConnect("reader-1", both(login("reader", "pwr"), freshSession(600)))
+	r.mustSubscribe(1, "state/#", 1)
+	b.reread(t, channelACL(true))
+	w.set("state/no/a", "refused", 1)
+	w.set("state/ok/b", "granted", 2)
+	granted := r.expectPublish()
+	if string(granted.Payload) != "granted" {
+		t.Fatalf("got %q on %s, want the granted value", granted.Payload, granted.Topic)
+	}
+	r.ackDelivery(granted)
+	b.reread(t, channelACL(false))
+	p := r.expectPublishWithin(waitLong)
+	if string(p.Topic) != "state/no/a" || string(p.Payload) != "refused" {
+		t.Fatalf("after the grant came back: %q on %s, want the value it was refused", p.Payload, p.Topic)
+	}
+	r.ackDelivery(p)
+	r.expectNothing("a value delivered before the re-read is not sent again")
+}
+
+// Checklist B54 (notes-0003 "latest": undelivered values hold the mark
+// back): a value the acl_file refuses a latest subscriber is logged with
+// the reason and held below its mark, so the session resumed after the
+// grant returns is sent it.
+func TestB54LatestRefusedValueIsLoggedAndHeldBelowTheMark(t *testing.T) {
+	b := aclBroker(t, map[string]string{"writer": "pww", "reader": "pwr"}, channelACL(false), brokerConfig{Channels: bothChannels})
+	w := dialRaw(t, b.addr, codec.Version5)
+	w.mustConnect("writer-1", login("writer", "pww"))
+	r := dialRaw(t, b.addr, codec.Version5)
+	r.mustConnect("reader-1", both(login("reader", "pwr"), freshSession(600)))
+	r.mustSubscribe(1, "state/#", 1)
+	// Narrowed after the SUBSCRIBE, which is granted whole or refused.
+	b.reread(t, channelACL(true))
+	w.set("state/no/a", "refused", 1)
+	if b.log.wait(regexp.MustCompile(`level=WARN msg="latest value not delivered" .*client_id=reader-1 topic=state/no/a .*why="the acl_file grants this client no read on the topic"`), waitLong) == "" {
+		t.Fatalf("no line says the refused value was not delivered, and why:\n%s", b.log)
+	}
+	w.set("state/ok/b", "granted", 2)
+	granted := r.expectPublish()
+	if string(granted.Payload) != "granted" {
+		t.Fatalf("got %q", granted.Payload)
+	}
+	r.ackDelivery(granted)
+	r.disconnect()
+	b.reread(t, channelACL(false))
+	back := dialRaw(t, b.addr, codec.Version5)
+	if ack := back.mustConnect("reader-1", both(login("reader", "pwr"), session(600))); !ack.SessionPresent {
+		t.Fatal("the session was not kept")
+	}
+	p := back.expectPublishWithin(waitLong)
+	if string(p.Topic) != "state/no/a" || string(p.Payload) != "refused" {
+		t.Fatalf("the resume sent %q on %s, want the value held below the mark", p.Payload, p.Topic)
+	}
+}
+
+// Checklist B59 (RFC 0002 "Hanging up a client: broker: sessions"), the
+// parts TestHangUpAnswersHungUpOrNoSuchClient leaves: a 3.1.1 target is
+// closed (it has no DISCONNECT to be sent); a request at QoS 0 is answered
+// too; a refused one at QoS 0 is dropped in silence; and a session kept
+// with no connection is no-such-client, left as it was.
+func TestB59HangUpOf311TargetsQoS0AndSessionsAway(t *testing.T) {
+	b := authBroker(t, authACL, "")
+	op := dialRaw(t, b.addr, codec.Version5)
+	op.mustConnect(clientID(t, "op"), login("oncall", "pwo"))
+	op.mustSubscribe(1, "ops/replies", 0)
+	ask := func(target string, qos byte) *codec.Publish {
+		p := hangUpRequest(target, "ops/replies")
+		p.QoS = qos
+		if qos == 0 {
+			p.PacketID = 0
+		}
+		return p
+	}
+
+	oldID := clientID(t, "old")
+	old := dialRaw(t, b.addr, codec.Version311)
+	old.mustConnect(oldID, login("device-7", "pw7"))
+	op.sendPublish(ask(oldID, 0))
+	if p := op.expectPublish(); string(p.Payload) != "hung-up" {
+		t.Fatalf("a QoS 0 request: reply %q, want hung-up", p.Payload)
+	}
+	old.expectClosedSilently()
+
+	awayID := clientID(t, "away")
+	away := dialRaw(t, b.addr, codec.Version5)
+	away.mustConnect(awayID, both(login("device-7", "pw7"), freshSession(600)))
+	away.mustSubscribe(1, "iot/device-7/away", 1)
+	away.disconnect()
+	op.sendPublish(ask(awayID, 1))
+	if reply, code := replyAndAck(op); code != codec.Success || string(reply.Payload) != "no-such-client" {
+		t.Fatalf("a session with no connection: PUBACK 0x%02x, reply %q; want no-such-client", byte(code), reply.Payload)
+	}
+	back := dialRaw(t, b.addr, codec.Version5)
+	if ack := back.mustConnect(awayID, both(login("device-7", "pw7"), session(600))); !ack.SessionPresent {
+		t.Fatal("asking to hang up a session away ended it")
+	}
+
+	dash := dialRaw(t, b.addr, codec.Version5)
+	dash.mustConnect(clientID(t, "dash"), login("dashboard", "pwd"))
+	dash.mustSubscribe(1, "alerts/#", 0)
+	q0 := ask(awayID, 0)
+	q0.Properties.ResponseTopic = []byte("alerts/replies")
+	dash.sendPublish(q0)
+	dash.expectNothing("a QoS 0 request refused for want of disconnect is dropped: no reply, no acknowledgement")
+	back.publish("iot/device-7/away", []byte("still connected"), 1, 1)
+	if code := back.expectPuback(1); code != codec.Success {
+		t.Fatalf("the named client was touched: 0x%02x", byte(code))
+	}
+}

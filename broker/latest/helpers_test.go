@@ -25,6 +25,8 @@ type testHost struct {
 	mu      sync.Mutex
 	clients map[string]delivery.Client
 	denied  map[string]bool // "<client id> <topic>": read and delete refused
+	// regrant is what the engine registered to run after a re-read.
+	regrant []func()
 }
 
 func (h *testHost) Clock() clock.Clock   { return h.clk }
@@ -37,7 +39,7 @@ func (h *testHost) Allows(id, t string, v acl.Verb) bool {
 	defer h.mu.Unlock()
 	return !h.denied[id+" "+t]
 }
-func (h *testHost) OnGrantsChanged(func()) {}
+func (h *testHost) OnGrantsChanged(f func()) { h.regrant = append(h.regrant, f) }
 func (h *testHost) WithRoom(_, _ string, write func() error) error {
 	return write()
 }

@@ -328,7 +328,34 @@ func (e *Engine) Restore() error {
 	if stray > 0 {
 		e.log.Warn("latest channel holds values its filter no longer matches (unreachable until the filter matches again)", "values", stray)
 	}
+	// A value refused by the acl_file is sent once a re-read grants it
+	// back, not only at the next resume (RFC 0002 "What a refused client
+	// sees": the grant coming back is itself what wakes the subscriber).
+	e.host.OnGrantsChanged(e.retryMissed)
 	return nil
+}
+
+// retryMissed runs after each re-read of the acl_file: every connected
+// reader holding a value it could not be sent (its missed mark) walks the
+// store again from that mark. The walk keeps the reader's generation, so a
+// value it was handed since is not handed again; one still refused is
+// logged again and stays below the mark. The mark itself is kept until a
+// new SUBSCRIBE, as at a resume (B5.5).
+func (e *Engine) retryMissed() {
+	e.mu.Lock()
+	rs := make([]*reader, 0, len(e.readers))
+	for _, r := range e.readers {
+		rs = append(rs, r)
+	}
+	e.mu.Unlock()
+	for _, r := range rs {
+		r.mu.Lock()
+		if !r.away && r.missed != 0 && len(r.subs) > 0 {
+			r.passes = append(r.passes, &pass{from: r.missed, upto: e.st.Next(), match: r.matcher(), gen: r.gen})
+			r.startLocked()
+		}
+		r.mu.Unlock()
+	}
 }
 
 // Close implements engine.Engine: every delivery routine is told to stop;

@@ -488,6 +488,43 @@ func TestAValueRefusedByTheACLIsHeldBelowTheMark(t *testing.T) {
 	}
 }
 
+// RFC 0002 "What a refused client sees": the re-read granting a refused
+// value back is itself what sends it to the connected subscriber - no
+// resume, no new value - and what it was handed meanwhile is not sent again.
+func TestARefusedValueIsSentWhenAReReadGrantsItBack(t *testing.T) {
+	g := newRig(t, nil)
+	if err := g.e.Restore(); err != nil {
+		t.Fatal(err)
+	}
+	s := testSession{id: "c", kept: true}
+	c := g.connect("c")
+	g.subscribe(s, "state/#", qos1, true)
+	g.settled("c")
+	g.host.mu.Lock()
+	g.host.denied["c state/secret"] = true
+	g.host.mu.Unlock()
+	g.publish("state/secret", "s", false)
+	g.publish("state/open", "o", false)
+	if got := waitCount(t, c, 1); got[0].topic != "state/open" {
+		t.Fatalf("got %+v, want only state/open", got)
+	}
+	g.ack(s, c, 2)
+	g.host.mu.Lock()
+	delete(g.host.denied, "c state/secret")
+	g.host.mu.Unlock()
+	for _, f := range g.host.regrant {
+		f()
+	}
+	if got := waitCount(t, c, 1); got[0].topic != "state/secret" || got[0].payload != "s" {
+		t.Fatalf("after the re-read = %+v, want the refused value", got)
+	}
+	g.ack(s, c, 1)
+	g.settled("c")
+	if extra := c.take(); len(extra) != 0 {
+		t.Fatalf("sent again after the re-read: %+v", extra)
+	}
+}
+
 // B1.8, E21: a zero-length publish needs delete.
 func TestADeletionNeedsTheDeleteVerb(t *testing.T) {
 	g := newRig(t, nil)
