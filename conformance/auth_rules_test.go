@@ -261,7 +261,7 @@ func TestA41SIGUSR1LogsThePathsAndWhatTheyHold(t *testing.T) {
 	grown := strings.Replace(authACL, "users:\n", "  extra:\n    - topic: x/#\n      allow: [read]\nusers:\n", 1) + "  extra-user: [extra]\n"
 	os.WriteFile(aclPath, []byte(grown), 0o600)
 	b.signal(syscall.SIGUSR1)
-	want := regexp.MustCompile(`level=INFO msg="SIGUSR1: credentials re-read and in force" .*password_files="` + regexp.QuoteMeta(pw) +
+	want := regexp.MustCompile(`msg="SIGUSR1: credentials re-read and in force" .*password_files="` + regexp.QuoteMeta(pw) +
 		` \(7 users\)" acl_file=` + regexp.QuoteMeta(aclPath) + ` roles=6 entries=6`)
 	if b.log.wait(want, waitLong) == "" {
 		t.Fatalf("no line of the re-read says %s holds 7 users and %s 6 roles:\n%s", pw, aclPath, b.log)
