@@ -36,7 +36,8 @@ type Server struct {
 	headers map[net.Conn]struct{}         // sockets whose PROXY header is being read (proxydoor.go)
 	wakers  map[gnet.EventLoop]*loopWaker // one per event loop, made at its first connection
 
-	timers timers // every connection's next deadline (timers.go)
+	timers timers  // every connection's next deadline (timers.go)
+	tidy   *tidier // frees memory after a burst of TLS handshakes (tidy.go)
 
 	counters Counters
 }
@@ -59,6 +60,7 @@ func New(opts Options) (*Server, error) {
 		wakers:  make(map[gnet.EventLoop]*loopWaker),
 		timers:  timers{clk: opts.Clock},
 	}
+	s.tidy = newTidier(opts.Clock, s.Connections, opts.Logger)
 	return s, nil
 }
 
@@ -294,6 +296,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 func (s *Server) shutdown(ctx context.Context) error {
 	s.adm.stop()
 	close(s.stop)
+	s.tidy.stop()
 	for _, l := range s.doors {
 		l.close()
 	}

@@ -2,6 +2,7 @@ package netloop
 
 import (
 	"crypto/tls"
+	"errors"
 	"io"
 	"net"
 	"sync"
@@ -54,12 +55,12 @@ type streamConn struct {
 	stopped bool      // the writer is to end at once (Abort, or the socket failed)
 	done    chan struct{}
 
-	// writer and wakes are writeLoop and serveWakes as values made once:
-	// starting either then allocates nothing.
-	writer, wakes func()
-	serving       atomic.Bool // a goroutine is running wakes
-	again         atomic.Bool // a wake arrived while it ran
-	remote        string
+	// writer, wakes and park are writeLoop, serveWakes and parked as
+	// values made once: starting any of them then allocates nothing.
+	writer, wakes, park func()
+	serving             atomic.Bool // a goroutine is running wakes
+	again               atomic.Bool // a wake arrived while it ran
+	remote              string
 }
 
 // streamReadSize is a stream door's first read buffer; it grows to hold the
@@ -78,7 +79,7 @@ const closeGrace = time.Second
 // long a socket may wait to send CONNECT").
 func (s *Server) enrollStream(l *listener, nc net.Conn, arrivedAt time.Time) {
 	t := &streamConn{srv: s, l: l, nc: nc, remote: nc.RemoteAddr().String(), done: make(chan struct{})}
-	t.writer, t.wakes = t.writeLoop, t.serveWakes
+	t.writer, t.wakes, t.park = t.writeLoop, t.serveWakes, t.parked
 	t.c.init(s, t, &l.door.Name, arrivedAt)
 	s.mu.Lock()
 	s.conns[&t.c] = struct{}{}
@@ -91,16 +92,51 @@ func (s *Server) enrollStream(l *listener, nc net.Conn, arrivedAt time.Time) {
 	go t.readLoop()
 }
 
-// readLoop opens the connection (TLS, WebSocket) and reads until it ends;
-// it is the one that tells the Conn the transport closed.
+// errPark is what a read loop returns to park: the goroutine reading ends
+// and a new one waits for the socket (parked).
+var errPark = errors.New("park")
+
+// readLoop opens the connection (TLS, WebSocket) and reads until it parks
+// or the connection ends.
 func (t *streamConn) readLoop() {
 	err := t.open()
 	if err == nil {
-		if t.ws != nil {
-			err = t.readFrames()
-		} else {
-			err = t.readStream()
-		}
+		err = t.read(false)
+	}
+	t.after(err)
+}
+
+// read serves the input until the connection parks or ends; woken says
+// the socket was just found readable, so it reads before it parks again.
+func (t *streamConn) read(woken bool) error {
+	if t.ws != nil {
+		return t.readFrames(woken)
+	}
+	return t.readStream(woken)
+}
+
+// parked waits for the socket on a goroutine of its own, then reads. A
+// goroutine that has run a handshake or served a packet keeps a stack of 4
+// KiB or more, which the collector never shrinks to 2 KiB once parked (the
+// frames of a parked read are more than a quarter of it): an idle
+// connection's goroutine is a new one, parked at the 2 KiB it started
+// with, and it is the one that reads once bytes come.
+func (t *streamConn) parked() {
+	err := t.rd.parkUntilReadable()
+	if err == nil {
+		err = t.read(true)
+	}
+	t.after(err)
+}
+
+// after ends a reading goroutine: with errPark, once everything it held is
+// given back, by starting the parked one; otherwise by ending the
+// connection - the reading goroutine is the one that tells the Conn the
+// transport closed.
+func (t *streamConn) after(err error) {
+	if err == errPark {
+		go t.park()
+		return
 	}
 	t.mu.Lock()
 	t.c.OnClosed(err)
@@ -125,7 +161,9 @@ func (t *streamConn) open() error {
 	if cfg := t.l.door.TLS; cfg != nil {
 		t.rd.rr = &recordReader{Conn: t.nc}
 		tc := tls.Server(t.rd.rr, cfg)
-		if err := tc.Handshake(); err != nil {
+		err := tc.Handshake()
+		t.srv.tidy.handshake()
+		if err != nil {
 			if t.c.state.Load() != stateEnding {
 				t.c.logWarn("closed: TLS handshake failed", "error", err)
 			}
@@ -164,15 +202,12 @@ func (t *streamConn) identify(cs tls.ConnectionState) {
 }
 
 // readStream reads a TLS connection's bytes and feeds them to the Conn,
-// parked with no buffer whenever everything read has been fed.
-func (t *streamConn) readStream() error {
+// and parks with no buffer (errPark) whenever everything read has been fed.
+func (t *streamConn) readStream(woken bool) error {
 	defer t.rd.giveBack()
-	for {
-		if !t.rd.buffered() {
-			t.rd.giveBack()
-			if err := t.rd.parkUntilReadable(); err != nil {
-				return err
-			}
+	for ; ; woken = false {
+		if !woken && !t.rd.buffered() {
+			return errPark
 		}
 		buf := t.rd.take()
 		n, err := t.rd.fill.Read(buf)

@@ -162,17 +162,14 @@ func (h *headReader) Read(p []byte) (int, error) {
 // in order whatever the framing; pings are answered; a close ends the
 // connection; a text frame, an unmasked one or any other violation of RFC
 // 6455 ends it with a close frame saying why.
-func (t *streamConn) readFrames() error {
+func (t *streamConn) readFrames(woken bool) error {
 	st := t.ws
 	defer t.parkFrames()
-	for {
+	for ; ; woken = false {
 		// Between frames with nothing read and not taken, the reader parks
 		// holding neither its bufio.Reader nor its buffer.
-		if (st.br == nil || st.br.Buffered() == 0) && !t.rd.buffered() {
-			t.parkFrames()
-			if err := t.rd.parkUntilReadable(); err != nil {
-				return err
-			}
+		if !woken && (st.br == nil || st.br.Buffered() == 0) && !t.rd.buffered() {
+			return errPark
 		}
 		if st.br == nil {
 			st.br = bufReads.Get().(*bufio.Reader)
