@@ -216,3 +216,36 @@ func sessionsWith(b *testing.B, subs []store.Subscription) store.Sessions {
 	}
 	return ss
 }
+
+// BenchmarkReadFrom is a replaying consumer's read (the replay scenario's
+// records: 128 bytes, no headers), 64 at a time as broker/appendch reads
+// them, from a channel holding 4,096: an op is one record read.
+func BenchmarkReadFrom(b *testing.B) {
+	p := mustOpen(b, testOptions(b))
+	l, _ := p.Append("events", store.ChannelOptions{})
+	const held = 4096
+	rs := make([]store.Record, 64)
+	out := make([]store.Record, 64)
+	errs := make([]error, 64)
+	for i := range rs {
+		rs[i] = record(i, 128)
+		rs[i].Headers = nil
+	}
+	for range held / 64 {
+		l.(store.RunAppender).AppendRun(rs, out, errs)
+	}
+	buf := make([]store.Record, 0, 64)
+	b.ReportAllocs()
+	b.ResetTimer()
+	from := uint64(1)
+	for i := 0; i < b.N; i += 64 {
+		w, err := l.ReadFrom(from, 64, buf[:0])
+		if err != nil || len(w.Records) == 0 {
+			b.Fatal(err, len(w.Records))
+		}
+		from = w.Records[len(w.Records)-1].Offset + 1
+		if from >= held {
+			from = 1
+		}
+	}
+}
