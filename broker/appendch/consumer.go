@@ -274,6 +274,20 @@ func (e *Engine) sendFrom(c *consumer, records []store.Record, cl delivery.Clien
 	return len(records), false, false
 }
 
+// standing says whether c is served and at offset; otherwise what an offer
+// of the record there comes to. c.mu held.
+func (c *consumer) standing(offset uint64) (handed, bool) {
+	switch {
+	case c.client == nil || len(c.subs) == 0 || c.ended || c.paused:
+		return handedIdle, false
+	case c.next > offset:
+		return handedAlready, false
+	case c.next < offset:
+		return handedMoved, false
+	}
+	return handedOver, true
+}
+
 // handed is what offering one record to a consumer came to.
 type handed int
 
@@ -300,6 +314,17 @@ type place struct {
 // live hand-over - finds c.next at r, so records go out once each and in
 // offset order whichever sends them.
 func (e *Engine) offer(c *consumer, r *store.Record, at *place, b *builds, ids *[]uint32) handed {
+	if at == nil {
+		// A hand-over passes a consumer that is not at r without asking
+		// the acl_file: most of a channel's consumers may be away or
+		// replaying.
+		c.mu.Lock()
+		h, here := c.standing(r.Offset)
+		c.mu.Unlock()
+		if !here {
+			return h
+		}
+	}
 	// The acl_file is asked at every delivery (A2.18), before c's lock
 	// is taken: the Host takes the session's shard lock, which the
 	// broker holds when it calls in and takes c's. A refused record
@@ -313,13 +338,8 @@ func (e *Engine) offer(c *consumer, r *store.Record, at *place, b *builds, ids *
 	if at != nil && (at.era != era || at.client != cl) {
 		return handedMoved
 	}
-	switch {
-	case cl == nil || len(c.subs) == 0 || c.ended || c.paused:
-		return handedIdle
-	case c.next > r.Offset:
-		return handedAlready
-	case c.next < r.Offset:
-		return handedMoved
+	if h, here := c.standing(r.Offset); !here {
+		return h
 	}
 	qos, rap, multi, got, ok := c.match(r, *ids)
 	*ids = got
