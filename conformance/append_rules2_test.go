@@ -1,0 +1,150 @@
+package conformance
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/saguin-edge/saguin/codec"
+)
+
+// Append rules of checklist-channels.md A the audit found untested
+// (notes/s22/append-audit.md), from the bottom of its list: each test is
+// named after its rule and starts its own broker with the append channel
+// "events" on ev/# (append_test.go's helpers).
+
+// A3.14: a position never removes records and never affects another
+// consumer - one durable consumer reading and acknowledging everything
+// leaves another's stored position, and a new reader's floor, where they
+// were.
+func TestA3_14APositionNeverAffectsAnotherConsumer(t *testing.T) {
+	b := startAppend(t, t.TempDir(), memoryStorage, "", "")
+	versions(t, func(t *testing.T, v byte) {
+		topic := "ev/" + uniq(t)
+		pub := dialRaw(t, b.addr, codec.Version5)
+		pub.mustConnect(clientID(t, "pub"), nil)
+		slow, fast := clientID(t, "slow"), clientID(t, "fast")
+		s := dialRaw(t, b.addr, v)
+		s.mustConnect(slow, freshSession(300))
+		s.mustSubscribe(1, topic, 1)
+		pub.publishQoS1(topic, []byte("r1"), 1)
+		pub.publishQoS1(topic, []byte("m1"), 2)
+		if got := payloads(s.readUntil("m1")); strings.Join(got, ",") != "r1" {
+			t.Fatalf("slow consumer read %v, want r1", got)
+		}
+		s.leave() // its position: after m1
+		for i := 2; i <= 4; i++ {
+			pub.publishQoS1(topic, []byte(fmt.Sprint("r", i)), uint16(i+1))
+		}
+		f := dialRaw(t, b.addr, v)
+		f.mustConnect(fast, freshSession(300))
+		f.mustSubscribe(1, topic, 1)
+		pub.publishQoS1(topic, []byte("m2"), 9)
+		if got := payloads(f.readUntil("m2")); strings.Join(got, ",") != "r1,m1,r2,r3,r4" {
+			t.Fatalf("fast consumer read %v, want the whole channel", got)
+		}
+		f.leave() // its position: after m2, ahead of the slow one's
+		s = resume(t, b.addr, v, slow, 300)
+		pub.publishQoS1(topic, []byte("m3"), 10)
+		if got := payloads(s.readUntil("m3")); strings.Join(got, ",") != "r2,r3,r4,m2" {
+			t.Fatalf("slow consumer resumed with %v, want r2,r3,r4,m2: another consumer's position moved it", got)
+		}
+		n := dialRaw(t, b.addr, v)
+		n.mustConnect(clientID(t, "new"), nil)
+		n.mustSubscribe(1, topic, 1)
+		pub.publishQoS1(topic, []byte("m4"), 11)
+		if got := payloads(n.readUntil("m4")); strings.Join(got, ",") != "r1,m1,r2,r3,r4,m2,m3" {
+			t.Fatalf("a new reader got %v, want everything: a position removed records", got)
+		}
+	})
+}
+
+// A3.12: a dropped link (no DISCONNECT) stores the position once the broker
+// notices, and the session resumes there: what was acknowledged is not
+// served again, what was published meanwhile is.
+func TestA3_12DroppedLinkResumesAtThePositionStoredWhenNoticed(t *testing.T) {
+	b := startAppend(t, t.TempDir(), memoryStorage, "", "")
+	versions(t, func(t *testing.T, v byte) {
+		topic := "ev/" + uniq(t)
+		id := clientID(t, "dropped")
+		pub := dialRaw(t, b.addr, codec.Version5)
+		pub.mustConnect(clientID(t, "pub"), nil)
+		sub := dialRaw(t, b.addr, v)
+		sub.mustConnect(id, freshSession(300))
+		sub.mustSubscribe(1, topic, 1)
+		for i := 1; i <= 3; i++ {
+			pub.publishQoS1(topic, []byte(fmt.Sprint("r", i)), uint16(i))
+		}
+		pub.publishQoS1(topic, []byte("m1"), 4)
+		if got := payloads(sub.readUntil("m1")); len(got) != 3 {
+			t.Fatalf("read %v before the drop", got)
+		}
+		sub.ping() // every acknowledgement read by the broker
+		sub.drop()
+		pub.publishQoS1(topic, []byte("away"), 5)
+		pub.publishQoS1(topic, []byte("m2"), 6)
+		sub = resume(t, b.addr, v, id, 300)
+		if got := payloads(sub.readUntil("m2")); strings.Join(got, ",") != "away" {
+			t.Fatalf("resumed after a dropped link with %v, want away alone", got)
+		}
+	})
+}
+
+// A4.15: on a start: tail channel a client with no durable session never
+// receives a record published before it subscribed - not on its first
+// connection, not on a later one, and it cannot seek back (no-session).
+func TestA4_15StartTailWithoutADurableSessionNeverGetsOlderRecords(t *testing.T) {
+	b := startAppend(t, t.TempDir(), memoryStorage, "", "start: tail")
+	versions(t, func(t *testing.T, v byte) {
+		topic := "ev/" + uniq(t)
+		id := clientID(t, "passer")
+		pub := dialRaw(t, b.addr, codec.Version5)
+		pub.mustConnect(clientID(t, "pub"), nil)
+		pub.publishQoS1(topic, []byte("old"), 1)
+		for round := 1; round <= 2; round++ {
+			sub := dialRaw(t, b.addr, v)
+			if ack := sub.mustConnect(id, nil); ack.SessionPresent {
+				t.Fatal("Session Present 1 for Clean Start 1 with no expiry")
+			}
+			sub.mustSubscribe(1, topic, 1)
+			live := fmt.Sprint("live", round)
+			pub.publishQoS1(topic, []byte(live), uint16(2*round))
+			pub.publishQoS1(topic, []byte("end"), uint16(2*round+1))
+			if got := payloads(sub.readUntil("end")); strings.Join(got, ",") != live {
+				t.Fatalf("connection %d got %v, want %s alone", round, got, live)
+			}
+			if v == codec.Version5 {
+				if reply, code := sub.seekAs("events", "0", "", 9); code != codec.ImplementationSpecificError || reply == nil || string(reply.Payload) != "no-session" {
+					t.Fatalf("seek without a durable session: 0x%02x %v, want no-session and 0x83", byte(code), reply)
+				}
+			}
+			sub.disconnect()
+		}
+	})
+}
+
+// A12.5: a 3.1.1 client is told a SUBSCRIBE refusal as SUBACK 0x80 and
+// keeps its connection: the packet's granted filter is served.
+func TestA12_5A311SubackRefusalIs0x80WithTheConnectionKept(t *testing.T) {
+	b := startAppend(t, t.TempDir(), memoryStorage, "", "")
+	pub := dialRaw(t, b.addr, codec.Version5)
+	pub.mustConnect("pub", nil)
+	pub.publishQoS1("ev/a", []byte("r1"), 1)
+	old := dialRaw(t, b.addr, codec.Version311)
+	old.mustConnect("old", nil)
+	ack := old.subscribeWith(1, nil,
+		codec.Subscription{Filter: []byte("$share/g/ev/#"), QoS: 1},
+		codec.Subscription{Filter: []byte("$saguin/consumer/events/seek"), QoS: 1},
+		codec.Subscription{Filter: []byte("ev/a"), QoS: 1})
+	if got := ack.ReasonCodes; len(got) != 3 || got[0] != 0x80 || got[1] != 0x80 || got[2] != 1 {
+		t.Fatalf("SUBACK %v, want 0x80, 0x80 and 1", got)
+	}
+	pub.publishQoS1("ev/a", []byte("m1"), 2)
+	if got := payloads(old.readUntil("m1")); strings.Join(got, ",") != "r1" {
+		t.Fatalf("after the refusals: %v, want r1 replayed on the kept connection", got)
+	}
+	if got := old.subscribe(2, "$share/g/ev/#", 1); len(got) != 1 || got[0] != 0x80 {
+		t.Fatalf("SUBACK %v, want 0x80", got)
+	}
+	old.expectNothing("the connection after a second refusal")
+}
