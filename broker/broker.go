@@ -216,6 +216,9 @@ type session struct {
 	// pumping: a read of the log for its connection is queued or being
 	// made with the shard lock let go (backlog.pumpOff).
 	pumping bool
+	// departed: its connection's DISCONNECT had the record stored as it
+	// leaves it (storeDeparture), so Disconnected writes it no second time.
+	departed bool
 }
 
 // sessionRare is the part of a session made at its first need (session.rare).
@@ -608,7 +611,7 @@ func (s *session) awayAt(t time.Time) {
 // consumers": stored BEFORE the connection is closed). Only the connection
 // that owns the session changes what is kept for it (invariant 17). No
 // broker lock is held across the engines' writes.
-func (b *Broker) Leaving(c delivery.Client) {
+func (b *Broker) Leaving(c delivery.Client, sessionExpiry uint32, graceful bool) {
 	id := c.ClientID()
 	sh := b.shard(id)
 	sh.mu.Lock()
@@ -621,6 +624,54 @@ func (b *Broker) Leaving(c delivery.Client) {
 		if l, ok := e.(engine.Leaver); ok {
 			l.Leaving(id)
 		}
+	}
+	b.storeDeparture(c, sessionExpiry, graceful)
+}
+
+// storeDeparture stores what a client's DISCONNECT makes of its kept
+// session before the connection is closed: the Session Expiry it left with
+// (0 ends it: a record at 0 is ended at the next start), when it left, and
+// its Will - withdrawn by 0x00, published now with no delay, else due after
+// its delay (invariant 18: a clean DISCONNECT is not exception 1, and a kill
+// -9 after the close must not find the session as it was while connected).
+// It is the record Disconnected would queue, written now and waited for;
+// Disconnected makes the same change in memory and, finding it stored,
+// writes it no second time. A refused write is left to Disconnected's own,
+// as before this write existed. A session that never outlived its
+// connection has no record to change.
+func (b *Broker) storeDeparture(c delivery.Client, sessionExpiry uint32, graceful bool) {
+	id := c.ClientID()
+	sh := b.shard(id)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	s := sh.sessions[id]
+	if !s.ownedBy(c) || s.expiry == 0 || b.stopping.Load() {
+		return
+	}
+	now := b.now()
+	st := s.state()
+	st.Expiry = time.Duration(sessionExpiry) * time.Second
+	st.DisconnectedAt = now
+	if st.Will != nil {
+		w := *st.Will
+		st.Will = &w
+		switch {
+		case graceful, w.Delay == 0, st.Expiry == 0:
+			st.Will = nil // withdrawn, or published as the connection ends
+		default:
+			w.DueAt = now.Add(min(w.Delay, st.Expiry))
+		}
+	}
+	err := b.storeNow(sh, id, func(held *shard) error {
+		return b.withRoom(held, "a session's record", func() error { return b.sessions.Update(st) })
+	})
+	if err != nil {
+		b.log.Warn("storing a session as its client's DISCONNECT left it; stored after the close instead", "client_id", id, "error", err)
+		return
+	}
+	// storeNow may have let the lock go: only the session c still owns is marked.
+	if sh.sessions[id] == s && s.ownedBy(c) {
+		s.departed = true
 	}
 }
 
@@ -647,6 +698,8 @@ func (b *Broker) Disconnected(c delivery.Client, sessionExpiry uint32, graceful 
 	}
 	s.client.Store(nil)
 	s.gen++
+	departed := s.departed
+	s.departed = false
 	b.detachEngines(s) // broadcast queues the session's cursor's write
 	if b.stopping.Load() {
 		// A broker stopping is not a device dying: the session is kept as a
@@ -683,7 +736,11 @@ func (b *Broker) Disconnected(c delivery.Client, sessionExpiry uint32, graceful 
 		due := s.will.DueAt
 		stored = func() { b.log.Debug("Will waiting out its delay", "client_id", id, "due_at", due) }
 	}
-	b.storeState(sh, s, "storing a session as its client left", stored)
+	if departed {
+		stored() // before the close, by Leaving
+	} else {
+		b.storeState(sh, s, "storing a session as its client left", stored)
+	}
 	b.armExpiry(sh, s)
 }
 

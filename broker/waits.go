@@ -31,6 +31,12 @@ func (b *Broker) Waits(c delivery.Client, call delivery.Call, p *codec.Publish, 
 	case delivery.CallRelease, delivery.CallSubscribe:
 		return sessions || retained
 	case delivery.CallDisconnect:
+		// Leaving stores a kept session's record as the DISCONNECT leaves
+		// it (storeDeparture), and its engines' positions that moved. The
+		// shard lock is the one Disconnected takes on the loop next anyway.
+		if sessions && b.keptBy(c) {
+			return true
+		}
 		for _, e := range b.routes.engines() {
 			if l, ok := e.(engine.Leaver); ok && l.LeavingWaits(c.ClientID()) {
 				return true
@@ -44,6 +50,17 @@ func (b *Broker) Waits(c delivery.Client, call delivery.Call, p *codec.Publish, 
 	default:
 		return sessions
 	}
+}
+
+// keptBy reports whether c owns a session that outlives its connection:
+// one with a stored record a DISCONNECT changes.
+func (b *Broker) keptBy(c delivery.Client) bool {
+	id := c.ClientID()
+	sh := b.shard(id)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	s := sh.sessions[id]
+	return s.ownedBy(c) && s.expiry > 0
 }
 
 // logsFor reports whether routing p, a QoS 1 or 2 publish from publisher,

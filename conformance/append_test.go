@@ -784,21 +784,7 @@ func TestAppendPositionStoredBeforeACleanDisconnectCloses(t *testing.T) {
 	// Another publisher keeps the database's one writer busy, so a position
 	// written after the close rather than before it is still queued when
 	// the kill lands.
-	flood := dialRaw(t, b.addr, codec.Version5)
-	flood.mustConnect("flood", nil)
-	busy := make(chan struct{})
-	go func() {
-		for i := 0; ; i++ {
-			p := &codec.Publish{QoS: 1, Topic: []byte("ev/flood"), Payload: make([]byte, 512), PacketID: uint16(i%65535 + 1)}
-			if _, err := flood.nc.Write(p.Append(nil, codec.Version5)); err != nil {
-				return // the broker was killed
-			}
-			if i == 200 {
-				close(busy)
-			}
-		}
-	}()
-	<-busy
+	keepWriterBusy(t, b, "ev/flood")
 	sub.disconnect() // returns once the broker closed the connection
 	b.kill9()
 	b = startAppend(t, dir, sqliteStorage, ackCommit, "")
@@ -811,6 +797,55 @@ func TestAppendPositionStoredBeforeACleanDisconnectCloses(t *testing.T) {
 	pub.publishQoS1("ev/d", []byte("m2"), 1)
 	if got := payloads(sub.readUntil("m2")); len(got) != 0 {
 		t.Fatalf("replayed %v after a clean DISCONNECT: its acknowledgements were not stored before the close", got)
+	}
+}
+
+// keepWriterBusy floods b with QoS 1 publishes to topic, their PUBACKs
+// unread, until the broker dies: the sqlite provider's one writer always has
+// a publish waiting, so a write no client waits on is still queued when a
+// kill -9 lands (notes-0004 "Group commit": waited-on writes go first). It
+// returns once 200 publishes are on their way.
+func keepWriterBusy(t *testing.T, b *brokerProc, topic string) {
+	t.Helper()
+	flood := dialRaw(t, b.addr, codec.Version5)
+	flood.mustConnect("flood", nil)
+	busy := make(chan struct{})
+	go func() {
+		for i := 0; ; i++ {
+			p := &codec.Publish{QoS: 1, Topic: []byte(topic), Payload: make([]byte, 512), PacketID: uint16(i%65535 + 1)}
+			if _, err := flood.nc.Write(p.Append(nil, codec.Version5)); err != nil {
+				return // the broker was killed
+			}
+			if i == 200 {
+				close(busy)
+			}
+		}
+	}()
+	<-busy
+}
+
+// A3.11, D11.18 (invariant 18: "what the DISCONNECT changes ... stored
+// before the connection is closed"): a clean DISCONNECT setting Session
+// Expiry 0 on a kept session ends it before the close - with the database's
+// writer kept busy, a kill -9 the moment the client sees its connection
+// close finds no session after the restart (Session Present 0).
+func TestAppendSessionRecordStoredBeforeACleanDisconnectCloses(t *testing.T) {
+	dir := t.TempDir()
+	b := startAppend(t, dir, sqliteStorage, "", "")
+	sub := dialRaw(t, b.addr, codec.Version5)
+	sub.mustConnect("leaver", freshSession(3600))
+	sub.mustSubscribe(1, "ev/#", 1)
+	keepWriterBusy(t, b, "ev/flood")
+	d := &codec.Disconnect{}
+	d.Properties.SessionExpiry = 0
+	d.Properties.Present.Set(codec.PropSessionExpiry)
+	sub.send(d.Append(nil, codec.Version5))
+	sub.expectClosed()
+	b.kill9()
+	b = startAppend(t, dir, sqliteStorage, "", "")
+	sub = dialRaw(t, b.addr, codec.Version5)
+	if ack := sub.mustConnect("leaver", session(3600)); ack.SessionPresent {
+		t.Fatal("Session Present 1 after a DISCONNECT that set Session Expiry 0 and a kill -9: the session's end was not stored before the close")
 	}
 }
 

@@ -190,7 +190,7 @@ func (pc *pendingCall) call() {
 			pc.codes = append(pc.codes, h.Unsubscribe(c, f))
 		}
 	case delivery.CallDisconnect:
-		h.Leaving(c)
+		h.Leaving(c, c.sessionExpiry, pc.graceful)
 	}
 }
 

@@ -41,13 +41,14 @@ type Handler interface {
 
 	// Leaving is a client's DISCONNECT, before the connection is closed:
 	// the handler stores what the connection's acknowledgements moved (its
-	// positions in append channels), so that a client which saw its
-	// connection close has everything it acknowledged stored (RFC 0003
-	// "Durable consumers", invariant 18). Disconnected follows, once it
-	// returns. Off the loop when Waits answers true for CallDisconnect; the
-	// connection reads nothing meanwhile, and a client that hangs up first
-	// still ends as its DISCONNECT said.
-	Leaving(c delivery.Client)
+	// positions in append channels) and what the DISCONNECT changes of its
+	// session - sessionExpiry and graceful as Disconnected will be given
+	// them - so that a client which saw its connection close has it all
+	// stored (RFC 0003 "Durable consumers", invariant 18). Disconnected
+	// follows, once it returns. Off the loop when Waits answers true for
+	// CallDisconnect; the connection reads nothing meanwhile, and a client
+	// that hangs up first still ends as its DISCONNECT said.
+	Leaving(c delivery.Client, sessionExpiry uint32, graceful bool)
 
 	// Holds reports whether the client's session holds a QoS 2 exchange
 	// under packetID from an earlier connection: a PUBLISH re-sent for it is

@@ -27,7 +27,7 @@ func newLeavingHandler() *leavingHandler {
 func (h *leavingHandler) Waits(_ delivery.Client, call delivery.Call, _ *codec.Publish, _ delivery.Ref) bool {
 	return call == delivery.CallDisconnect
 }
-func (h *leavingHandler) Leaving(delivery.Client) { close(h.entered); <-h.open }
+func (h *leavingHandler) Leaving(delivery.Client, uint32, bool) { close(h.entered); <-h.open }
 func (h *leavingHandler) Disconnected(_ delivery.Client, _ uint32, graceful bool) {
 	h.ended <- graceful
 }

@@ -21,7 +21,7 @@ func (NopHandler) Subscribe(_ delivery.Client, _ []byte, o delivery.SubscribeOpt
 }
 func (NopHandler) Unsubscribe(delivery.Client, []byte) codec.ReasonCode { return codec.Success }
 func (NopHandler) Disconnected(delivery.Client, uint32, bool)           {}
-func (NopHandler) Leaving(delivery.Client)                              {}
+func (NopHandler) Leaving(delivery.Client, uint32, bool)                {}
 func (NopHandler) Holds(delivery.Client, uint16) bool                   { return false }
 func (NopHandler) Release(delivery.Client, uint16) (codec.ReasonCode, string) {
 	return codec.Success, ""

@@ -518,7 +518,7 @@ func (c *Conn) onDisconnect(h codec.Header, body []byte, sc *scratch) {
 			c.goWait(&pendingCall{kind: delivery.CallDisconnect, reason: d.ReasonCode, graceful: graceful})
 			return
 		}
-		c.srv.opts.Handler.Leaving(c)
+		c.srv.opts.Handler.Leaving(c, c.sessionExpiry, graceful)
 	}
 	c.disconnected(d.ReasonCode, graceful)
 }
