@@ -1,6 +1,7 @@
 package netloop_test
 
 import (
+	"context"
 	"errors"
 	"io"
 	"log/slog"
@@ -40,7 +41,12 @@ func startServer(t testing.TB, opts netloop.Options) *netloop.Server {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		s.Shutdown(t.Context())
+		// Not t.Context(), which is done before cleanups run: the shutdown
+		// waits for every connection to end - a call out included - before
+		// the handler's own cleanup closes it.
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		s.Shutdown(ctx)
 	})
 	return s
 }
