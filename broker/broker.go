@@ -1067,6 +1067,16 @@ func (b *Broker) routeLogged(publisher string, p *codec.Publish, offset uint64, 
 	m.Release()
 }
 
+// arrived tells every engine that keeps one that the client's SUBSCRIBE
+// has had all its filters answered.
+func (b *Broker) arrived(clientID string) {
+	for _, e := range b.routes.engines() {
+		if a, ok := e.(engine.Arriver); ok {
+			a.Arrived(clientID)
+		}
+	}
+}
+
 // checkTopic applies RFC 0002 "Publishing" to a topic name: 0x90 over
 // max_topic_length or max_topic_levels, in the reserved $saguin/ space, or
 // beginning $share/; 0x87 in the $SYS tree.
@@ -1126,6 +1136,11 @@ func (b *Broker) undeliverableWill(t []byte) string {
 // the session store before the SUBACK, and sends the retained messages it
 // matches; a refusal comes with why.
 func (b *Broker) Subscribe(c delivery.Client, f []byte, o delivery.SubscribeOptions) (codec.ReasonCode, string) {
+	if !o.More {
+		// The packet's last filter, granted or not: the channels serve
+		// every filter of it from here (engine.Arriver).
+		defer b.arrived(c.ClientID())
+	}
 	filter := string(f)
 	_, code, why, shared := b.checkShared(c, filter)
 	form := channelrules.FormNone
@@ -1241,6 +1256,7 @@ func (b *Broker) Subscribe(c delivery.Client, f []byte, o delivery.SubscribeOpti
 	// filter reaches (the topics no channel claims); a channel refusing a
 	// new filter (RFC 0002's SUBACK table) has it forgotten again.
 	granted := filterOf(filter, sub, !existed, o.User)
+	granted.Options.More = o.More
 	if code, why := b.subscribeChannels(s, granted); code != codec.Success {
 		if !existed {
 			b.forgetRefused(sh, s, filter)

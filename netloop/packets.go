@@ -372,9 +372,10 @@ func (c *Conn) onSubscribe(h codec.Header, body []byte, sc *scratch) {
 		}
 	}
 	user := s.Properties.User
-	optionsOf := func(f *codec.Subscription) delivery.SubscribeOptions {
+	optionsOf := func(i int) delivery.SubscribeOptions {
+		f := &s.Subscriptions[i]
 		return delivery.SubscribeOptions{QoS: f.QoS, NoLocal: f.NoLocal, RetainAsPublished: f.RetainAsPublished,
-			RetainHandling: f.RetainHandling, SubscriptionID: subID, User: user}
+			RetainHandling: f.RetainHandling, SubscriptionID: subID, User: user, More: i < len(s.Subscriptions)-1}
 	}
 	if c.waits(delivery.CallSubscribe, nil, delivery.Ref{}) {
 		// The call outlives the read buffer the properties alias.
@@ -383,7 +384,7 @@ func (c *Conn) onSubscribe(h codec.Header, body []byte, sc *scratch) {
 		for i := range s.Subscriptions {
 			f := &s.Subscriptions[i]
 			pc.filters = append(pc.filters, bytes.Clone(f.Filter))
-			pc.opts = append(pc.opts, optionsOf(f))
+			pc.opts = append(pc.opts, optionsOf(i))
 		}
 		c.goWait(pc)
 		return
@@ -393,7 +394,7 @@ func (c *Conn) onSubscribe(h codec.Header, body []byte, sc *scratch) {
 	sa.ReasonCodes = sa.ReasonCodes[:0]
 	for i := range s.Subscriptions {
 		f := &s.Subscriptions[i]
-		code, why := c.srv.opts.Handler.Subscribe(c, f.Filter, optionsOf(f))
+		code, why := c.srv.opts.Handler.Subscribe(c, f.Filter, optionsOf(i))
 		if code.IsError() && why != "" {
 			refused = append(refused, string(f.Filter)+": "+why)
 		}

@@ -349,7 +349,11 @@ func (e *Engine) Subscribe(s engine.Session, f engine.Filter) (codec.ReasonCode,
 	d, _, _ := channel.ReadSubscribe(f.Properties)
 	opts := f.Options
 	opts.User = nil
+	opts.More = false
 	c.subs[f.Filter] = sub{opts: opts, multi: e.o.Reaches != nil && e.o.Reaches(f.Inner) > 1, part: d.Partition}
+	// More filters of the packet follow: served once the last is recorded
+	// (Arrived), one arrival (A4.6).
+	c.arriving = f.Options.More && !s.Restoring()
 	if !c.started {
 		c.started = true
 		c.start(e, f.Options.RetainHandling, s.Restoring())
@@ -357,13 +361,35 @@ func (e *Engine) Subscribe(s engine.Session, f engine.Filter) (codec.ReasonCode,
 		// A stored position asked to begin at the head: seek -1 (A4.11).
 		c.moveTo(e.store.Next())
 	}
-	serving := c.client != nil
+	serving, arriving := c.client != nil, c.arriving
 	c.mu.Unlock()
+	if arriving {
+		return codec.Success, ""
+	}
 	if serving {
 		e.runLocked(c)
 	}
 	c.poke()
 	return codec.Success, ""
+}
+
+// Arrived implements engine.Arriver: the client's SUBSCRIBE has every
+// filter recorded, and a consumer held back for it is served (A4.6).
+func (e *Engine) Arrived(clientID string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	c := e.consumers[clientID]
+	if c == nil {
+		return
+	}
+	c.mu.Lock()
+	serving := c.arriving && c.client != nil
+	c.arriving = false
+	c.mu.Unlock()
+	if serving {
+		e.runLocked(c)
+		c.poke()
+	}
 }
 
 // Unsubscribe drops the filter; a consumer with none left stops being served

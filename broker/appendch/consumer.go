@@ -30,13 +30,17 @@ type consumer struct {
 	running bool // the delivery goroutine was started
 	stopped bool // quit is closed
 	paused  bool // a seek's reply is not written yet
-	kept    bool
-	subs    map[string]sub
-	client  delivery.Client
-	started bool // holds a place on the channel (a position or a start)
-	ended   bool
-	era     uint32
-	next    uint64
+	// arriving: a SUBSCRIBE's filters are being recorded; none is served
+	// until the last is (A4.6), so a record of a later filter is never
+	// stepped over as matching nothing.
+	arriving bool
+	kept     bool
+	subs     map[string]sub
+	client   delivery.Client
+	started  bool // holds a place on the channel (a position or a start)
+	ended    bool
+	era      uint32
+	next     uint64
 	// inflight are the QoS 1/2 deliveries of this era not yet finished, in
 	// offset order; their bytes are bounded by Options.InFlightBytes.
 	inflight      []flight
@@ -207,7 +211,7 @@ func (e *Engine) serve(c *consumer) {
 func (e *Engine) serveOnce(c *consumer, b *builds, ids *[]uint32, buf *[]store.Record) (more, blocked bool) {
 	c.mu.Lock()
 	cl, from, era := c.client, c.next, c.era
-	idle := cl == nil || len(c.subs) == 0 || c.ended || c.paused || (e.o.InFlightBytes > 0 && c.inflightBytes >= e.o.InFlightBytes)
+	idle := cl == nil || len(c.subs) == 0 || c.ended || c.paused || c.arriving || (e.o.InFlightBytes > 0 && c.inflightBytes >= e.o.InFlightBytes)
 	c.mu.Unlock()
 	if idle {
 		return false, false

@@ -242,6 +242,14 @@ type Filter struct {
 	Properties []codec.UserProperty
 }
 
+// Arriver is an engine told that the last filter of a client's SUBSCRIBE
+// has been answered, whatever its code: one whose Subscribe held back
+// serving a filter given with Options.More (a SUBSCRIBE is one arrival, RFC
+// 0003 "Where a subscription starts") serves from here.
+type Arriver interface {
+	Arrived(clientID string)
+}
+
 // Host is what the broker gives an engine (Broker.Host): the clock, a
 // logger, the broker's topic limits and the connection serving a session,
 // looked up by id. Nothing on it takes a lock an engine could be holding

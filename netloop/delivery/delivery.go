@@ -21,6 +21,10 @@ type SubscribeOptions struct {
 	// saguin-filter. nil for none; the handler keeps nothing of it past the
 	// call.
 	User []codec.UserProperty
+	// More: filters of the same SUBSCRIBE follow this one. A SUBSCRIBE is
+	// one arrival (RFC 0003 "Where a subscription starts"): a channel
+	// records every filter of it before serving any.
+	More bool
 }
 
 // Kind names the engine a delivery came from, so that its acknowledgement
