@@ -59,6 +59,17 @@ type SessionRow struct {
 	ExpiresAfter  time.Duration
 	CleanStart    bool
 	Subscriptions int
+	// Partitions are the slices its subscriptions declared (saguin-filter),
+	// one for each filter that declared one, in filter order; nil for none.
+	Partitions []PartitionRow
+}
+
+// PartitionRow is the slice one filter declared: the client's own numbers,
+// shown here and in no metric (RFC 0005 "What the /v1 routes answer with").
+type PartitionRow struct {
+	Filter  string
+	Count   uint32
+	Indices []uint32
 }
 
 // SessionList is the sessions route's answer: at most limit rows, the held
@@ -90,6 +101,12 @@ func (b *Broker) ListSessions(limit int) SessionList {
 				CleanStart:    s.conn.cleanStart,
 				Subscriptions: len(s.filters),
 			}
+			for f, sub := range s.filters {
+				if sub.part != nil {
+					r.Partitions = append(r.Partitions, PartitionRow{Filter: f, Count: sub.part.Count, Indices: slices.Clone(sub.part.Indices)})
+				}
+			}
+			slices.SortFunc(r.Partitions, func(a, b PartitionRow) int { return cmp.Compare(a.Filter, b.Filter) })
 			if !r.Connected && s.awaySince != 0 {
 				r.ExpiresAfter = max(0, s.expiry-now.Sub(s.away()))
 			}

@@ -174,6 +174,16 @@ type sessionJSON struct {
 	ExpiresAfter  int64  `json:"expires_after"`
 	CleanStart    bool   `json:"clean_start"`
 	Subscriptions int    `json:"subscriptions"`
+	// Partitions is absent for a session that declared no slice.
+	Partitions []partitionJSON `json:"partitions,omitempty"`
+}
+
+// partitionJSON is one filter's declared slice: a list of objects, so that
+// the client's filter is a value, never a key (RFC 0005).
+type partitionJSON struct {
+	Filter  string   `json:"filter"`
+	Count   uint32   `json:"count"`
+	Indices []uint32 `json:"indices"`
 }
 
 // sessions answers who is connected and who holds a session with nothing
@@ -188,6 +198,9 @@ func (s *Server) sessions(w http.ResponseWriter, _ *http.Request) {
 		if r.Protocol != 0 {
 			p := int(r.Protocol)
 			rows[i].Protocol = &p
+		}
+		for _, pr := range r.Partitions {
+			rows[i].Partitions = append(rows[i].Partitions, partitionJSON{Filter: pr.Filter, Count: pr.Count, Indices: pr.Indices})
 		}
 	}
 	writeJSON(w, http.StatusOK, struct {
