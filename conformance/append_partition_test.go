@@ -7,27 +7,17 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/saguin-edge/saguin/broker/channel"
 	"github.com/saguin-edge/saguin/codec"
 )
 
 // Client-declared partitioning through the binary, beside
 // TestSaguinFilterPartitionsAppendAndBroadcast (checklist-channels.md A11).
 
-// sliceOf is topic's slice of count by the spec's own hash ("The hash, in
-// full": FNV-1a 64, then the splitmix64 finalizer), written out here so the
-// tests pick their topics without the broker's code.
+// sliceOf is topic's slice of count (RFC 0003 "The hash, in full"; the
+// spec's test vectors are broker/channel's unit test).
 func sliceOf(topic string, count uint64) uint64 {
-	h := uint64(14695981039346656037)
-	for i := 0; i < len(topic); i++ {
-		h ^= uint64(topic[i])
-		h *= 1099511628211
-	}
-	h ^= h >> 30
-	h *= 13787848793156543929
-	h ^= h >> 27
-	h *= 10723151780598845931
-	h ^= h >> 31
-	return h % count
+	return channel.TopicHash(topic) % count
 }
 
 // topicsIn returns n topics under prefix whose slice of count is index.
