@@ -162,8 +162,10 @@ func (a *awaySet) add(s *session) {
 // once the write is stored, so the publisher's acknowledgement follows it
 // (notes-0003 "When the publisher is answered"). A provider with no room
 // keeps nothing: the loss is the away sessions', counted for each, and the
-// connected ones are sent it from memory.
-func (l *backlog) keep(publisher string, p *codec.Publish, set *awaySet, m *delivery.Message) {
+// connected ones are sent it from memory. A write that failed otherwise is
+// that too, and returned: the publisher is refused rather than told a
+// message the away sessions will never see was kept (RFC 0002 0x83).
+func (l *backlog) keep(publisher string, p *codec.Publish, set *awaySet, m *delivery.Message) error {
 	e, err := l.log.Append(store.BroadcastEntry{Record: recordOf(p, publisher, l.b.now())})
 	for tries := 0; tries < roomTries && store.IsFull(err) && l.makeRoom(nil, "a message owed to sessions", store.Shortfall(err), 1<<tries); tries++ {
 		e, err = l.log.Append(store.BroadcastEntry{Record: recordOf(p, publisher, l.b.now())})
@@ -199,13 +201,15 @@ func (l *backlog) keep(publisher string, p *codec.Publish, set *awaySet, m *deli
 			l.full.add(fullLoss{what: "a message owed to sessions", notKept: 1, deliveries: away, shared: groups, sessions: lostBy})
 		} else {
 			l.b.storageFailed("writing the broadcast log", publisher, err)
+			return err
 		}
-		return
+		return nil
 	}
 	size := store.RecordSize(&e.Record)
 	l.b.counters.LogMessages.Add(1)
 	l.b.counters.LogBytes.Add(size)
 	l.owedBy(&e, size, set, m)
+	return nil
 }
 
 // roomTries is how many times a write refused for room lets the log give

@@ -850,8 +850,9 @@ func (b *Broker) Publish(c delivery.Client, p *codec.Publish) (codec.ReasonCode,
 }
 
 // countEngineRefusal counts a publish its engine refused (a channel at its
-// max_bytes: 0x97) in saguin_publish_refused_total, as the broker's own
-// refusals are; the engine has logged it.
+// max_bytes: 0x97; broadcast's retained store or log unable to keep it) in
+// saguin_publish_refused_total, as the broker's own refusals are; the engine
+// has logged it.
 func (b *Broker) countEngineRefusal(code codec.ReasonCode) {
 	if code >= 0x80 {
 		b.counters.PublishRefused.Add(delivery.ReasonOf(code))
@@ -983,21 +984,28 @@ func (b *Broker) publishAs(publisher string, p *codec.Publish) (codec.ReasonCode
 // publisher takes - a client, a Will: the retained store, then every
 // subscriber the topic reaches, live or, for a session that is away, through
 // the broadcast log.
+//
+// A refusal is logged here and counted by the caller, as every engine's is
+// (countEngineRefusal): counted here too, it would be counted twice.
 func (b *Broker) route(publisher string, p *codec.Publish) (codec.ReasonCode, string) {
 	if p.Retain {
 		if code, why := b.retain(publisher, p); code != codec.Success {
-			return b.refusePublish(publisher, p, code, why)
+			return b.logRefusal(publisher, p, code, why)
 		}
 	}
-	b.routeLogged(publisher, p, 0, 0)
+	if err := b.routeLogged(publisher, p, 0, 0); err != nil {
+		return b.logRefusal(publisher, p, codec.ImplementationSpecificError, "the broadcast log could not keep the message")
+	}
 	return codec.Success, ""
 }
 
 // routeLogged delivers p to every subscriber the topic reaches. With offset 0
 // the message is written to the broadcast log once if a session that is away
 // is owed it; otherwise it is already in the log at offset (a released
-// exactly-once publish) and the sessions away are made to owe it there.
-func (b *Broker) routeLogged(publisher string, p *codec.Publish, offset uint64, size int64) {
+// exactly-once publish) and the sessions away are made to owe it there. The
+// error is a log write that failed other than for room: the sessions away
+// are not owed the message, those connected were sent it.
+func (b *Broker) routeLogged(publisher string, p *codec.Publish, offset uint64, size int64) error {
 	// Built at the first delivery, from the pool: what keeps it takes a
 	// reference, and routing it allocates nothing (delivery.Message).
 	var m *delivery.Message
@@ -1056,15 +1064,17 @@ func (b *Broker) routeLogged(publisher string, p *codec.Publish, offset uint64, 
 		}
 		ref.c.Deliver(m, delivery.Delivery{QoS: qos, Retain: p.Retain && x.rap, SubscriptionIDs: x.ids})
 	}
+	var err error
 	switch {
 	case offset != 0:
 		b.bcast.keepLogged(offset, size, away, m)
 	case len(away.sessions) > 0:
-		b.bcast.keep(publisher, p, away, m)
+		err = b.bcast.keep(publisher, p, away, m)
 	}
 	b.bcast.release(away)
 	// Every delivery holds its own reference to m now: the route lets go.
 	m.Release()
+	return err
 }
 
 // arrived tells every engine that keeps one that the client's SUBSCRIBE

@@ -73,6 +73,7 @@ func (b *Broker) publishWill(clientID string, w *store.Will, cause WillCause) {
 		return
 	}
 	if code, why := b.publishAs(clientID, &p); code != codec.Success {
+		b.countEngineRefusal(code)
 		b.log.Warn("Will not published", "client_id", clientID, "code", code.String(), "why", why)
 		return
 	}

@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -1143,4 +1144,132 @@ func TestD6_59QueueDeliveredIsEveryOutcomePlusInflight(t *testing.T) {
 		get("saguin_queue_redelivered_total")+get("saguin_queue_dead_lettered_total")+get("saguin_queue_inflight"); d != sum {
 		t.Errorf("delivered %v, the outcomes and inflight sum to %v", d, sum)
 	}
+}
+
+// Checklist D.6 row 5: saguin_connections_total counts the connections
+// accepted since start - three that came and went, the one still here; a
+// refused CONNECT is not one.
+func TestD6_5ConnectionsTotalCountsAcceptedConnections(t *testing.T) {
+	ob := startOps(t, t.TempDir(), opsTCP, brokerConfig{})
+	for i := range 3 {
+		c := dialRaw(t, ob.addr, codec.Version5)
+		c.mustConnect(fmt.Sprintf("came-%d", i), nil)
+		c.disconnect()
+	}
+	dialRaw(t, ob.addr, codec.Version5).mustConnect("here", nil)
+	if ack := dialRaw(t, ob.addr, codec.Version5).connect("bad\x01id", nil); ack.ReasonCode != codec.ClientIdentifierNotValid {
+		t.Fatalf("CONNACK 0x%02x, want 0x85", byte(ack.ReasonCode))
+	}
+	quiet(t, ob, 1, 0)
+	fams := scrapeOnce(t, ob)
+	wantSeries(t, fams, "saguin_connections_total", 4)
+	wantSeries(t, fams, "saguin_connections", 1)
+}
+
+// Checklist D.6 row 14: saguin_retained_messages is what Sagüin's own retained
+// store holds - three topics retained, one of them cleared by an empty
+// payload.
+func TestD6_14RetainedMessagesCountsTheRetainedStore(t *testing.T) {
+	ob := startOps(t, t.TempDir(), opsTCP, brokerConfig{})
+	c := dialRaw(t, ob.addr, codec.Version5)
+	c.mustConnect("retainer", nil)
+	for i, r := range []struct{ topic, payload string }{{"r/1", "a"}, {"r/2", "b"}, {"r/3", "c"}, {"r/2", ""}} {
+		if code := c.publishAs(&codec.Publish{Retain: true, Topic: []byte(r.topic), Payload: []byte(r.payload)}, uint16(i+1)); code != codec.Success {
+			t.Fatalf("retained publish on %s: PUBACK 0x%02x", r.topic, byte(code))
+		}
+	}
+	wantSeries(t, scrapeOnce(t, ob), "saguin_retained_messages", 2)
+}
+
+// Checklist D.6 rows 15 and 17: saguin_qos2_held is the exactly-once
+// publishes between PUBREC and PUBREL - two held, one released - and
+// saguin_qos2_max_inflight_per_client the configured
+// broker.qos2.max_inflight_per_client.
+func TestD6_15And17QoS2HeldAndItsConfiguredBound(t *testing.T) {
+	ob := startOps(t, t.TempDir(), opsTCP, brokerConfig{Broker: "qos2:\n  max_inflight_per_client: 7"})
+	c := dialRaw(t, ob.addr, codec.Version5)
+	c.mustConnect("holder", nil)
+	for id := uint16(1); id <= 3; id++ {
+		c.publish("x/held", []byte("once"), 2, id)
+		if code := c.expectAck(codec.TypePubrec, id); code != codec.Success {
+			t.Fatalf("PUBREC 0x%02x", byte(code))
+		}
+	}
+	c.sendAck(codec.TypePubrel, 3)
+	if code := c.expectAck(codec.TypePubcomp, 3); code != codec.Success {
+		t.Fatalf("PUBCOMP 0x%02x", byte(code))
+	}
+	fams := scrapeOnce(t, ob)
+	wantSeries(t, fams, "saguin_qos2_held", 2)
+	wantSeries(t, fams, "saguin_qos2_max_inflight_per_client", 7)
+}
+
+// Checklist D.6 row 60: saguin_storage_errors_total has no series until a
+// provider fails, then counts the failures on the provider they came from.
+// Another process holds the sqlite database's write lock past the broker's
+// five-second busy timeout, so the write behind a message owed to an away
+// session fails: the publish is refused 0x83 and counted so, the failure
+// logged at ERROR and counted on that provider and no other.
+func TestD6_60StorageErrorsAppearsWithAProvidersFirstFailure(t *testing.T) {
+	tool := needTool(t, "sqlite3")
+	dir := t.TempDir()
+	ob := withOps(startSaguin(t, dir, opsYAML(`storage:
+  default: db
+  default_retention_period: none
+  default_retention_bytes: none
+  providers:
+    db:
+      type: sqlite
+      file_path: $DIR/saguin.db
+    mem:
+      type: memory
+      snapshot_dir: none`, "retained:\n  storage: mem")))
+	away := dialRaw(t, ob.addr, codec.Version5)
+	away.mustConnect("away", freshSession(3600))
+	away.mustSubscribe(1, "owed/#", 1)
+	away.disconnect()
+	pub := dialRaw(t, ob.addr, codec.Version5)
+	pub.mustConnect("pub", nil)
+	quiet(t, ob, 1, 1)
+
+	// sqlite3 takes the write lock and holds it until its input ends.
+	holder := exec.Command(tool, filepath.Join(dir, "saguin.db"))
+	in, err := holder.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := holder.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := holder.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { in.Close(); holder.Wait() }()
+	fmt.Fprintln(in, "BEGIN IMMEDIATE; SELECT 'locked';")
+	if line, err := bufio.NewReader(out).ReadString('\n'); err != nil || strings.TrimSpace(line) != "locked" {
+		t.Fatalf("sqlite3 did not take the lock: %q %v", line, err)
+	}
+	pub.publish("owed/1", []byte("v"), 1, 1)
+	// Answered once the write has failed: refused, not acknowledged (RFC
+	// 0002: 0x83, the broadcast log could not keep the record).
+	h, body, err := pub.next(3 * waitLong)
+	if err != nil || h.Type != codec.TypePuback {
+		t.Fatalf("no PUBACK while the store was locked: %v %v", h.Type, err)
+	}
+	var ack codec.Ack
+	if err := ack.Decode(h, body, codec.Version5); err != nil || ack.ReasonCode != codec.ImplementationSpecificError {
+		t.Fatalf("PUBACK 0x%02x (%v) for a message the broadcast log could not keep, want 0x83", byte(ack.ReasonCode), err)
+	}
+	if ob.log.wait(regexp.MustCompile(`level=ERROR msg="session store failed" .*database is locked`), waitLong) == "" {
+		t.Fatal("no ERROR line for the failed write")
+	}
+	fams := scrapeOnce(t, ob)
+	if v, ok := value(fams["saguin_storage_errors_total"], "provider", "db"); !ok || v < 1 {
+		t.Errorf(`saguin_storage_errors_total{provider="db"} = %v (present %v), want the failure counted`, v, ok)
+	}
+	if _, ok := value(fams["saguin_storage_errors_total"], "provider", "mem"); ok {
+		t.Error(`saguin_storage_errors_total{provider="mem"} has a series; that provider never failed`)
+	}
+	wantSeries(t, fams, "saguin_publish_refused_total", 1, "reason", "implementation specific error")
 }
