@@ -2,6 +2,7 @@ package conformance
 
 import (
 	"fmt"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -147,4 +148,183 @@ func TestA12_5A311SubackRefusalIs0x80WithTheConnectionKept(t *testing.T) {
 		t.Fatalf("SUBACK %v, want 0x80", got)
 	}
 	old.expectNothing("the connection after a second refusal")
+}
+
+// A3.17: a refused CONNECT changes no position - a CONNECT for a durable
+// consumer's client id refused for its password, asking Clean Start 1 (which
+// would discard the session were it accepted), neither takes the connected
+// consumer's place nor moves its position, connected or away.
+func TestA3_17ARefusedConnectChangesNoPosition(t *testing.T) {
+	dir := t.TempDir()
+	pw := writePasswd(t, dir, map[string]string{"reader": "pwr"})
+	b := startBrokerIn(t, dir, brokerConfig{MQTT: "password_file: " + pw,
+		Channels: "events:\n  type: append\n  filter: ev/#"})
+	me := login("reader", "pwr")
+	versions(t, func(t *testing.T, v byte) {
+		topic := "ev/" + uniq(t)
+		id := clientID(t, "durable")
+		pub := dialRaw(t, b.addr, codec.Version5)
+		pub.mustConnect(clientID(t, "pub"), me)
+		sub := dialRaw(t, b.addr, v)
+		sub.mustConnect(id, both(freshSession(300), me))
+		sub.mustSubscribe(1, topic, 1)
+		pub.publishQoS1(topic, []byte("r1"), 1)
+		pub.publishQoS1(topic, []byte("m1"), 2)
+		sub.readUntil("m1")
+		refuse := func() {
+			t.Helper()
+			bad := dialRaw(t, b.addr, v)
+			if ack := bad.connect(id, both(login("reader", "wrong"), func(c *codec.Connect) { c.CleanStart = true })); ack.ReasonCode != refusedCode(v, codec.BadUserNameOrPassword, 0x04) {
+				t.Fatalf("CONNACK 0x%02x for a wrong password", byte(ack.ReasonCode))
+			}
+			bad.expectClosed()
+		}
+		refuse() // while the consumer is connected
+		pub.publishQoS1(topic, []byte("r2"), 3)
+		pub.publishQoS1(topic, []byte("m2"), 4)
+		if got := payloads(sub.readUntil("m2")); strings.Join(got, ",") != "r2" {
+			t.Fatalf("the connected consumer got %v after a refused CONNECT, want r2", got)
+		}
+		sub.leave()
+		refuse() // while it is away
+		pub.publishQoS1(topic, []byte("away"), 5)
+		pub.publishQoS1(topic, []byte("m3"), 6)
+		sub = dialRaw(t, b.addr, v)
+		if ack := sub.mustConnect(id, both(session(300), me)); !ack.SessionPresent {
+			t.Fatal("Session Present 0: a refused CONNECT ended the session")
+		}
+		if got := payloads(sub.readUntil("m3")); strings.Join(got, ",") != "away" {
+			t.Fatalf("resumed with %v, want away alone", got)
+		}
+	})
+}
+
+// A3.15, A3.16: a position is dropped with its session - at its expiry
+// (limits.max_session_expiry 1s caps MQTT 5 and 3.1.1 alike), and on MQTT 5
+// at a DISCONNECT setting Session Expiry 0 - and the next CONNECT starts per
+// start: the whole channel from the floor.
+func TestA3_15and16ASessionThatEndsDropsItsPositions(t *testing.T) {
+	b := startAppend(t, t.TempDir(), memoryStorage, "limits:\n  max_session_expiry: 1s", "")
+	versions(t, func(t *testing.T, v byte) {
+		topic := "ev/" + uniq(t)
+		id := clientID(t, "expiring")
+		pub := dialRaw(t, b.addr, codec.Version5)
+		pub.mustConnect(clientID(t, "pub"), nil)
+		pub.publishQoS1(topic, []byte("r1"), 1)
+		pub.publishQoS1(topic, []byte("m1"), 2)
+		sub := dialRaw(t, b.addr, v)
+		sub.mustConnect(id, freshSession(300))
+		sub.mustSubscribe(1, topic, 1)
+		sub.readUntil("m1")
+		sub.leave()
+		if b.log.wait(regexp.MustCompile(`session ended.*client_id=`+id+`.*why=expired`), waitLong) == "" {
+			t.Fatal("the session never expired")
+		}
+		pub.publishQoS1(topic, []byte("m2"), 3)
+		sub = dialRaw(t, b.addr, v)
+		if ack := sub.mustConnect(id, session(300)); ack.SessionPresent {
+			t.Fatal("Session Present 1 after the session expired")
+		}
+		sub.mustSubscribe(1, topic, 1)
+		if got := payloads(sub.readUntil("m2")); strings.Join(got, ",") != "r1,m1" {
+			t.Fatalf("after the expiry: %v, want r1,m1 (from the floor): the expired session's position was kept", got)
+		}
+		if v != codec.Version5 {
+			return
+		}
+		sub.ping()
+		d := &codec.Disconnect{}
+		d.Properties.SessionExpiry = 0
+		d.Properties.Present.Set(codec.PropSessionExpiry)
+		sub.send(d.Append(nil, v))
+		sub.expectClosed()
+		sub = dialRaw(t, b.addr, v)
+		if ack := sub.mustConnect(id, session(300)); ack.SessionPresent {
+			t.Fatal("Session Present 1 after a DISCONNECT with Session Expiry 0")
+		}
+		sub.mustSubscribe(1, topic, 1)
+		pub.publishQoS1(topic, []byte("m3"), 4)
+		if got := payloads(sub.readUntil("m3")); strings.Join(got, ",") != "r1,m1,m2" {
+			t.Fatalf("after the DISCONNECT ended it: %v, want r1,m1,m2 (from the floor)", got)
+		}
+	})
+}
+
+// A4.12: Retain Handling 2 on a session that does not outlive its
+// connection is served live only and stores nothing: the client id's next
+// session, asking Clean Start 0, finds none and starts at the floor, not at
+// the head the subscription began from.
+func TestA4_12RetainHandling2OnAConnectionBoundSessionStoresNothing(t *testing.T) {
+	b := startAppend(t, t.TempDir(), memoryStorage, "", "")
+	pub := dialRaw(t, b.addr, codec.Version5)
+	pub.mustConnect("pub", nil)
+	pub.publishQoS1("ev/h", []byte("old"), 1)
+	sub := dialRaw(t, b.addr, codec.Version5)
+	sub.mustConnect("passing", nil)
+	if ack := sub.subscribeWith(1, nil, codec.Subscription{Filter: []byte("ev/h"), QoS: 1, RetainHandling: 2}); ack.ReasonCodes[0] != 1 {
+		t.Fatalf("SUBACK %v", ack.ReasonCodes)
+	}
+	pub.publishQoS1("ev/h", []byte("new"), 2)
+	pub.publishQoS1("ev/h", []byte("m1"), 3)
+	if got := payloads(sub.readUntil("m1")); strings.Join(got, ",") != "new" {
+		t.Fatalf("got %v, want new alone", got)
+	}
+	sub.leave()
+	sub = dialRaw(t, b.addr, codec.Version5)
+	if ack := sub.mustConnect("passing", session(300)); ack.SessionPresent {
+		t.Fatal("Session Present 1: a connection-bound session was kept")
+	}
+	sub.mustSubscribe(1, "ev/h", 1)
+	pub.publishQoS1("ev/h", []byte("m2"), 4)
+	if got := payloads(sub.readUntil("m2")); strings.Join(got, ",") != "old,new,m1" {
+		t.Fatalf("the next session got %v, want old,new,m1 from the floor: a head position was stored", got)
+	}
+}
+
+// A9.4: a channel record goes out at QoS 2 to a QoS 2 subscription; the
+// broker sends PUBREL only once the PUBREC came, and the position passes the
+// record at PUBCOMP: a record left at PUBREL is still ahead when the session
+// resumes, a completed one is not.
+func TestA9_4OutboundQoS2OfAChannelRecord(t *testing.T) {
+	b := startAppend(t, t.TempDir(), memoryStorage, "", "")
+	versions(t, func(t *testing.T, v byte) {
+		topic := "ev/" + uniq(t)
+		id := clientID(t, "q2")
+		pub := dialRaw(t, b.addr, codec.Version5)
+		pub.mustConnect(clientID(t, "pub"), nil)
+		sub := dialRaw(t, b.addr, v)
+		sub.mustConnect(id, freshSession(300))
+		sub.mustSubscribe(1, topic, 2)
+		pub.publishQoS1(topic, []byte("r1"), 1)
+		p := sub.expectPublishWithin(waitLong)
+		if p.QoS != 2 || string(p.Payload) != "r1" {
+			t.Fatalf("delivery %q at QoS %d, want r1 at 2", p.Payload, p.QoS)
+		}
+		sub.expectNothing("before the PUBREC") // ping fails on a PUBREL too
+		sub.sendAck(codec.TypePubrec, p.PacketID)
+		if code := sub.expectAck(codec.TypePubrel, p.PacketID); code != codec.Success {
+			t.Fatalf("PUBREL 0x%02x", byte(code))
+		}
+		sub.sendAck(codec.TypePubcomp, p.PacketID)
+		pub.publish(topic, []byte("r2"), 2, 2)
+		pub.expectAck(codec.TypePubrec, 2)
+		pub.sendAck(codec.TypePubrel, 2)
+		pub.expectAck(codec.TypePubcomp, 2)
+		p = sub.expectPublishWithin(waitLong)
+		if p.QoS != 2 || string(p.Payload) != "r2" {
+			t.Fatalf("delivery %q at QoS %d, want r2 at 2", p.Payload, p.QoS)
+		}
+		sub.sendAck(codec.TypePubrec, p.PacketID)
+		sub.expectAck(codec.TypePubrel, p.PacketID)
+		sub.leave() // r2's exchange unfinished: no PUBCOMP
+		pub.publishQoS1(topic, []byte("m1"), 3)
+		sub = resume(t, b.addr, v, id, 300)
+		got := payloads(sub.readUntil("m1"))
+		if len(got) == 0 || got[0] == "r1" {
+			t.Fatalf("resumed with %v: r1, completed, came again", got)
+		}
+		if strings.Join(got, ",") != "r2" {
+			t.Fatalf("resumed with %v, want r2 (its exchange unfinished) again", got)
+		}
+	})
 }
