@@ -13,15 +13,21 @@ import (
 )
 
 // fiftyRules is a 50-rule acl_file: 48 roles nobody here holds, and the two
-// the benchmark's clients are given.
-func fiftyRules(b *testing.B) *acl.ACL {
+// the benchmark's clients are given; pubLimits, when not "", is the limits:
+// of the publisher's entry.
+func fiftyRules(b *testing.B, pubLimits string) *acl.ACL {
 	var src strings.Builder
 	src.WriteString("roles:\n")
 	for i := range 48 {
 		fmt.Fprintf(&src, "  r%d:\n    - topic: site/%d/#\n      allow: [read, write]\n", i, i)
 	}
 	src.WriteString("  fleet:\n    - topic: fleet/+/temp\n      allow: [read]\n    - topic: fleet/%u/#\n      allow: [write]\n")
-	src.WriteString("users:\n  \"sub-*\": [r1, r2, r3, fleet]\n  \"pub\": [fleet]\n")
+	src.WriteString("users:\n  \"sub-*\": [r1, r2, r3, fleet]\n")
+	if pubLimits == "" {
+		src.WriteString("  \"pub\": [fleet]\n")
+	} else {
+		src.WriteString("  \"pub\":\n    roles: [fleet]\n    limits: " + pubLimits + "\n")
+	}
 	a, err := acl.Parse("/bench/acl.yaml", []byte(src.String()), acl.Options{})
 	if err != nil {
 		b.Fatal(err)
@@ -31,10 +37,10 @@ func fiftyRules(b *testing.B) *acl.ACL {
 
 // benchBroadcastACL is benchBroadcast with an acl_file in force: every
 // delivery of the fan-out, and the publish, asked of it.
-func benchBroadcastACL(b *testing.B, subs int) {
+func benchBroadcastACL(b *testing.B, subs int, pubLimits string) {
 	br := newTestBroker(b, Options{})
 	defer br.Close()
-	br.SetAccess(&Access{ACL: fiftyRules(b)})
+	br.SetAccess(&Access{ACL: fiftyRules(b, pubLimits)})
 	// Nothing checks a password on this door, so the names are set as a
 	// certificate door would prove them: the identity is what counts.
 	connect := func(c delivery.Client) {
@@ -65,7 +71,16 @@ func benchBroadcastACL(b *testing.B, subs int) {
 
 // BenchmarkBroadcastPublishQoS1To100 beside this is the cost of the
 // per-delivery check on the fan-out (docs/performance.md).
-func BenchmarkBroadcastPublishQoS1To100WithACL(b *testing.B) { benchBroadcastACL(b, 100) }
+func BenchmarkBroadcastPublishQoS1To100WithACL(b *testing.B) { benchBroadcastACL(b, 100, "") }
+
+// BenchmarkPublishQoS1WithEntryLimits beside BenchmarkPublishQoS1UnderACL is
+// what charging a publish to the budget of its acl_file entry's limits:
+// costs (the entry looked up, the clock read, the budget's shard lock): a
+// publish reaching no subscriber, under a rate it never reaches.
+func BenchmarkPublishQoS1WithEntryLimits(b *testing.B) {
+	benchBroadcastACL(b, 0, "{publish_rate: 100000000}")
+}
+func BenchmarkPublishQoS1UnderACL(b *testing.B) { benchBroadcastACL(b, 0, "") }
 
 // BenchmarkConnectVerify is a CONNECT's credential check as the broker makes
 // it, known user and unknown side by side: the two cost the same.
