@@ -328,3 +328,167 @@ func TestA9_4OutboundQoS2OfAChannelRecord(t *testing.T) {
 		}
 	})
 }
+
+// overflow publishes n records of about 110 bytes on topic: past a
+// retention_bytes of 600, the size sweep raises the floor.
+func overflow(pub *raw, topic string, n int, firstID uint16) {
+	pub.t.Helper()
+	for i := 0; i < n; i++ {
+		pub.publishQoS1(topic, []byte(fmt.Sprintf("fill-%02d-%s", i, strings.Repeat("x", 100))), firstID+uint16(i))
+	}
+}
+
+// A5.10: under retention a new reader - no position - simply starts at the
+// floor: the first record it is served is the floor's, its session is not
+// ended for it, and nothing reports a position lost.
+func TestA5_10ANewReaderUnderRetentionStartsAtTheFloorUnreported(t *testing.T) {
+	b := startAppend(t, t.TempDir(), memoryStorage, "", "retention_bytes: 600")
+	watch := dialRaw(t, b.addr, codec.Version5)
+	watch.mustConnect("watcher", freshSession(300))
+	pub := dialRaw(t, b.addr, codec.Version5)
+	pub.mustConnect("pub", nil)
+	overflow(pub, "ev/n", 12, 1)
+	waitFloorAbove(t, watch, "events", 1)
+	versions(t, func(t *testing.T, v byte) {
+		id := clientID(t, "newcomer")
+		sub := dialRaw(t, b.addr, v)
+		sub.mustConnect(id, freshSession(300))
+		sub.mustSubscribe(1, "ev/n", 1)
+		got := sub.collect(1)
+		if len(got) == 0 {
+			t.Fatal("a new reader was served nothing")
+		}
+		floor := floorOf(t, watch, "events", 7)
+		if !strings.HasPrefix(string(got[0].Payload), "fill-") || (v == codec.Version5 && offsetOf(t, got[0]) != floor) {
+			t.Fatalf("first served %q, want the floor's record (offset %d)", got[0].Payload, floor)
+		}
+		sub.leave()
+		if ack := dialRaw(t, b.addr, v).mustConnect(id, session(300)); !ack.SessionPresent {
+			t.Fatal("Session Present 0: starting at the floor was taken for a position lost")
+		}
+		// A later line bounds the log: a Clean Start 1 ends a kept session.
+		marker := clientID(t, "marker")
+		dialRaw(t, b.addr, codec.Version5).mustConnect(marker, freshSession(300))
+		dialRaw(t, b.addr, codec.Version5).mustConnect(marker, freshSession(300))
+		if b.log.wait(regexp.MustCompile(`session ended.*client_id=`+marker), waitLong) == "" {
+			t.Fatal("no line for the marker's ended session")
+		}
+		lost := regexp.MustCompile(`passed by retention.*client_id=` + id)
+		for _, l := range b.log.snapshot() {
+			if lost.MatchString(l) {
+				t.Fatalf("a new reader was reported as a position lost: %s", l)
+			}
+		}
+	})
+}
+
+// A5.6: a consumer connected and reading when the floor overtakes its
+// position restarts at the floor, and the broker logs how many records it
+// missed (MQTT cannot tell the client). Receive Maximum 1 holds it at its
+// first record, unacknowledged, while retention passes it.
+func TestA5_6AConnectedConsumerOvertakenByRetentionRestartsAtTheFloor(t *testing.T) {
+	b := startAppend(t, t.TempDir(), memoryStorage, "", "retention_bytes: 600")
+	watch := dialRaw(t, b.addr, codec.Version5)
+	watch.mustConnect("watcher", freshSession(300))
+	pub := dialRaw(t, b.addr, codec.Version5)
+	pub.mustConnect("pub", nil)
+	sub := dialRaw(t, b.addr, codec.Version5)
+	sub.mustConnect("overtaken", both(freshSession(300), func(c *codec.Connect) {
+		c.Properties.ReceiveMaximum = 1
+		c.Properties.Present.Set(codec.PropReceiveMaximum)
+	}))
+	sub.mustSubscribe(1, "ev/o", 1)
+	pub.publishQoS1("ev/o", []byte("first"), 1)
+	first := sub.expectPublishWithin(waitLong)
+	if string(first.Payload) != "first" || offsetOf(t, first) != 1 {
+		t.Fatalf("first delivery %q", first.Payload)
+	}
+	overflow(pub, "ev/o", 12, 2)
+	waitFloorAbove(t, watch, "events", 2)
+	floor := floorOf(t, watch, "events", 3)
+	sub.ackDelivery(first)
+	next := sub.expectPublishWithin(waitLong)
+	if got := offsetOf(t, next); got != floor {
+		t.Fatalf("after the floor passed it the consumer was served offset %d (%q), want the floor %d", got, next.Payload, floor)
+	}
+	line := b.log.wait(regexp.MustCompile(`a consumer's position was passed by retention.*client_id=overtaken`), waitLong)
+	if line == "" {
+		t.Fatal("no line says the connected consumer's position was passed")
+	}
+	if want := fmt.Sprintf("records_missed=%d", floor-2); !strings.Contains(line, want) {
+		t.Fatalf("%s: want %s (offsets 2 to %d)", line, want, floor-1)
+	}
+}
+
+// A6.12: a dead-letter channel <queue>__dlq is an append channel and is
+// sought as one: $saguin/consumer/jobs__dlq/seek 0 rewinds a durable reader
+// of the dead letters to their floor, -1 to their end.
+func TestA6_12SeekOnADeadLetterChannel(t *testing.T) {
+	b := startQueueBroker(t, "jobs:\n  type: queue\n  filter: work/+/inspect\n  retry:\n    max_attempts: 1")
+	r := dialRaw(t, b.addr, codec.Version5)
+	r.mustConnect("dlq-reader", freshSession(300))
+	r.mustSubscribe(1, "work/+/inspect/__dlq", 1)
+	w := queueWorker(t, b.addr, "w1")
+	pub := queueProducer(t, b.addr)
+	for i, job := range []string{"d1", "d2", "end"} {
+		pub.publishQoS1("work/7/inspect", []byte(job), uint16(i+1))
+		w.answer(w.takeOffer(), "return")
+	}
+	if got := payloads(r.readUntil("end")); strings.Join(got, ",") != "d1,d2" {
+		t.Fatalf("dead letters %v, want d1,d2", got)
+	}
+	reply, code := r.seekAs("jobs__dlq", "0", "my/replies", 10)
+	if code != codec.Success || reply == nil || string(reply.Payload) != "1" {
+		t.Fatalf("seek 0 on the dead-letter channel: 0x%02x %v, want 0x00 and 1", byte(code), reply)
+	}
+	if got := payloads(r.readUntil("end")); strings.Join(got, ",") != "d1,d2" {
+		t.Fatalf("after seek 0: %v, want d1,d2 again", got)
+	}
+	reply, code = r.seekAs("jobs__dlq", "-1", "my/replies", 11)
+	if code != codec.Success || reply == nil || string(reply.Payload) != "4" {
+		t.Fatalf("seek -1 on the dead-letter channel: 0x%02x %v, want 0x00 and 4", byte(code), reply)
+	}
+	r.expectNothing("after seek -1")
+}
+
+// A6.22 (reading E3, docs/append.md): a seek at QoS 0 is applied and
+// answered on its reply route - the Response Topic, or on 3.1.1
+// $saguin/consumer/<channel>/seek/reply - with no PUBACK, and the records
+// from the new position follow.
+func TestA6_22ASeekAtQoS0IsAppliedAndAnswered(t *testing.T) {
+	b := startAppend(t, t.TempDir(), memoryStorage, "", "")
+	versions(t, func(t *testing.T, v byte) {
+		topic := "ev/" + uniq(t)
+		pub := dialRaw(t, b.addr, codec.Version5)
+		pub.mustConnect(clientID(t, "pub"), nil)
+		sub := dialRaw(t, b.addr, v)
+		sub.mustConnect(clientID(t, "seeker"), freshSession(300))
+		sub.mustSubscribe(1, topic, 1)
+		sub.mustSubscribe(2, "$saguin/consumer/events/seek/reply", 1)
+		pub.publishQoS1(topic, []byte("r1"), 1)
+		pub.publishQoS1(topic, []byte("m1"), 2)
+		sub.readUntil("m1")
+		floor := dialRaw(t, b.addr, codec.Version5)
+		floor.mustConnect(clientID(t, "floor"), freshSession(300))
+		want := fmt.Sprint(floorOf(t, floor, "events", 1))
+		p := &codec.Publish{Topic: []byte("$saguin/consumer/events/seek"), Payload: []byte("0")}
+		replyTo := "$saguin/consumer/events/seek/reply"
+		if v == codec.Version5 {
+			replyTo = "my/replies"
+			p.Properties.ResponseTopic = []byte(replyTo)
+			p.Properties.Present.Set(codec.PropResponseTopic)
+		}
+		sub.sendPublish(p)
+		reply := sub.expectPublishWithin(waitLong)
+		if string(reply.Topic) != replyTo || string(reply.Payload) != want {
+			t.Fatalf("QoS 0 seek answered %q on %s, want %s on %s", reply.Payload, reply.Topic, want, replyTo)
+		}
+		sub.ackDelivery(reply)
+		pub.publishQoS1(topic, []byte("m2"), 3)
+		got := payloads(sub.readUntil("m2"))
+		if len(got) < 2 || strings.Join(got[len(got)-2:], ",") != "r1,m1" {
+			t.Fatalf("after a QoS 0 seek to 0: %v, want the channel from its floor (ending r1,m1)", got)
+		}
+		sub.expectNothing("no PUBACK for a QoS 0 seek") // a PUBACK would fail the ping's read
+	})
+}
