@@ -54,9 +54,57 @@ type outQueue struct {
 	grown  atomic.Bool // the ring is longer than keptRing: the tick may trim it
 }
 
-// keptRing is the ring length an empty queue keeps; one grown past it by a
-// burst is given back once the queue has been idle for a tick.
+// keptRing is the longest ring an emptied queue gives back at once, to
+// ringPools; one grown past it by a burst is given back once the queue has
+// been idle for a tick.
 const keptRing = 64
+
+// ringPools hold the rings of 8, 16, 32 and 64 entries emptied queues gave
+// back. A queue holds a ring only while deliveries wait in it: an idle
+// connection that was once sent something kept its ring (640 bytes and up)
+// for the rest of its life, and taken from a pool it costs a subscriber
+// kept busy by bursts no allocation per burst (the reason the ring was
+// kept). Every slot of a ring given back is zero: popLocked clears each.
+var ringPools [4]sync.Pool
+
+// ringFromPool is a ring of n entries (8, 16, 32 or 64), from its pool when
+// one waits there.
+func ringFromPool(n int) []outEntry {
+	switch n {
+	case 8:
+		if r, ok := ringPools[0].Get().(*[8]outEntry); ok {
+			return r[:]
+		}
+	case 16:
+		if r, ok := ringPools[1].Get().(*[16]outEntry); ok {
+			return r[:]
+		}
+	case 32:
+		if r, ok := ringPools[2].Get().(*[32]outEntry); ok {
+			return r[:]
+		}
+	case 64:
+		if r, ok := ringPools[3].Get().(*[64]outEntry); ok {
+			return r[:]
+		}
+	}
+	return make([]outEntry, n)
+}
+
+// giveRing puts an empty ring of 8 to 64 entries back in its pool; a longer
+// one is left to the collector.
+func giveRing(r []outEntry) {
+	switch len(r) {
+	case 8:
+		ringPools[0].Put((*[8]outEntry)(r))
+	case 16:
+		ringPools[1].Put((*[16]outEntry)(r))
+	case 32:
+		ringPools[2].Put((*[32]outEntry)(r))
+	case 64:
+		ringPools[3].Put((*[64]outEntry)(r))
+	}
+}
 
 // push queues e. Past the bound a QoS 0 delivery is shed; a QoS 1 delivery
 // makes room by shedding the oldest entries not yet written (RFC 0002
@@ -102,9 +150,13 @@ func (q *outQueue) push(e outEntry, cs *Counters) bool {
 }
 
 func (q *outQueue) grow() {
-	nr := make([]outEntry, max(8, 2*len(q.ring)))
+	nr := ringFromPool(max(8, 2*len(q.ring)))
 	for i := 0; i < int(q.n); i++ {
-		nr[i] = q.ring[(int(q.head)+i)%len(q.ring)]
+		j := (int(q.head) + i) % len(q.ring)
+		nr[i], q.ring[j] = q.ring[j], outEntry{}
+	}
+	if q.ring != nil {
+		giveRing(q.ring)
 	}
 	q.ring, q.head = nr, 0
 	if len(nr) > keptRing {
@@ -166,6 +218,12 @@ func (q *outQueue) popThrough(seq uint64, batch []outEntry) {
 		e := q.popLocked()
 		q.bytes -= entrySize(e.msg)
 		e.msg.Release()
+	}
+	if q.n == 0 && len(q.ring) <= keptRing {
+		// Emptied: the ring goes back to its pool until the next delivery
+		// (a longer one waits for trimIdle's idle tick).
+		giveRing(q.ring)
+		q.ring, q.head = nil, 0
 	}
 }
 
@@ -236,6 +294,9 @@ func (q *outQueue) close() {
 		q.popLocked().msg.Release()
 	}
 	q.closed = true
+	if q.ring != nil {
+		giveRing(q.ring)
+	}
 	q.ring, q.head, q.n, q.bytes = nil, 0, 0, 0
 	q.mu.Unlock()
 }

@@ -97,3 +97,48 @@ func TestPopThroughSkipsWhatAPushAlreadyShed(t *testing.T) {
 		t.Fatalf("%d left, want only the delivery pushed after the batch", q.n)
 	}
 }
+
+// A queue holds a ring only while deliveries wait in it: once the loop has
+// written everything it goes back to its pool, so an idle connection that
+// was once sent something holds none, and the next delivery takes one
+// again with its order kept.
+func TestAnEmptiedQueueGivesItsRingBack(t *testing.T) {
+	q := outQueue{limit: 1 << 20}
+	var cs Counters
+	for i := 0; i < 20; i++ { // grown past the first ring of 8
+		q.push(outEntry{msg: msgOf(1)}, &cs)
+	}
+	batch := q.snapshot(make([]outEntry, 0, 32))
+	q.popThrough(batch[len(batch)-1].seq, batch)
+	if q.ring != nil || q.n != 0 {
+		t.Fatalf("an emptied queue keeps a ring of %d entries", len(q.ring))
+	}
+	a, b := msgOf(1), msgOf(2)
+	q.push(outEntry{msg: a}, &cs)
+	q.push(outEntry{msg: b}, &cs)
+	batch = q.snapshot(batch[:0])
+	if len(batch) != 2 || batch[0].msg != a || batch[1].msg != b {
+		t.Fatalf("after the ring went back the queue holds %d entries out of order", len(batch))
+	}
+}
+
+// The in-flight window goes back to its pool with its last acknowledged
+// delivery: a Go map never shrinks, and a connection kept the window its
+// busiest moment grew for the rest of its life.
+func TestTheLastAcknowledgementGivesTheWindowBack(t *testing.T) {
+	c := &Conn{clientRecvMax: 10}
+	var ids []uint16
+	for i := 0; i < 3; i++ {
+		m := msgOf(1)
+		m.Retain()
+		id := c.nextPacketID()
+		c.inflight[id] = inflight{msg: m}
+		ids = append(ids, id)
+	}
+	for i, id := range ids {
+		c.settle(id, c.inflight[id])
+		if last := i == len(ids)-1; (c.inflight == nil) != last {
+			t.Fatalf("after %d of %d acknowledgements the window is held: %v", i+1, len(ids), c.inflight != nil)
+		}
+	}
+}

@@ -275,6 +275,9 @@ func (c *Conn) settle(id uint16, f inflight) {
 	full := len(c.inflight)+c.out.len() == int(c.clientRecvMax)
 	delete(c.inflight, id)
 	c.onWire.Store(int32(len(c.inflight)))
+	if len(c.inflight) == 0 {
+		c.giveInflight()
+	}
 	c.inflightBytes -= f.size
 	f.msg.Release()
 	c.reportAcked(f)
