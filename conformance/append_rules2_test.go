@@ -2,9 +2,12 @@ package conformance
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/saguin-edge/saguin/codec"
 )
@@ -491,4 +494,162 @@ func TestA6_22ASeekAtQoS0IsAppliedAndAnswered(t *testing.T) {
 		}
 		sub.expectNothing("no PUBACK for a QoS 0 seek") // a PUBACK would fail the ping's read
 	})
+}
+
+// featuresBroker runs saguin with the events channel under an acl_file
+// granting every user write, read and seek on it, "capped" with qos2 denied
+// and "fleeting" with persistent denied.
+func featuresBroker(t *testing.T) *brokerProc {
+	t.Helper()
+	dir := t.TempDir()
+	pw := writePasswd(t, dir, map[string]string{"capped": "pwc", "fleeting": "pwf", "full": "pwu"})
+	grant := "    - channel: events\n      allow: [write, read, seek]\n"
+	acl := "roles:\n  capped:\n" + grant + "    - broker: features\n      deny: [qos2]\n" +
+		"  fleeting:\n" + grant + "    - broker: features\n      deny: [persistent]\n" +
+		"  full:\n" + grant +
+		"users:\n  capped: [capped]\n  fleeting: [fleeting]\n  full: [full]\n"
+	if err := os.WriteFile(filepath.Join(dir, "acl.yaml"), []byte(acl), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return startBrokerIn(t, dir, brokerConfig{MQTT: "password_file: " + pw + "\nacl_file: " + filepath.Join(dir, "acl.yaml"),
+		Channels: "events:\n  type: append\n  filter: ev/#"})
+}
+
+// A9.2: a subscription to a channel is granted at the QoS asked but never
+// above 1 for a client whose roles deny qos2 (CONNACK Maximum QoS 1), and a
+// record published at QoS 2 reaches it at QoS 1.
+func TestA9_2GrantCappedAt1WhenQoS2IsDenied(t *testing.T) {
+	b := featuresBroker(t)
+	pub := dialRaw(t, b.addr, codec.Version5)
+	pub.mustConnect("full-pub", login("full", "pwu"))
+	versions(t, func(t *testing.T, v byte) {
+		topic := "ev/" + uniq(t)
+		sub := dialRaw(t, b.addr, v)
+		ack := sub.mustConnect(clientID(t, "capped"), login("capped", "pwc"))
+		if v == codec.Version5 && (!ack.Properties.Present.Has(codec.PropMaximumQoS) || ack.Properties.MaximumQoS != 1) {
+			t.Fatalf("CONNACK Maximum QoS %v %d, want 1", ack.Properties.Present.Has(codec.PropMaximumQoS), ack.Properties.MaximumQoS)
+		}
+		if got := sub.subscribe(1, topic, 2); len(got) != 1 || got[0] != 1 {
+			t.Fatalf("SUBACK %v for QoS 2, want granted 1", got)
+		}
+		pub.publishQoS2(topic, []byte("exactly"), 1)
+		p := sub.expectPublishWithin(waitLong)
+		if string(p.Payload) != "exactly" || p.QoS != 1 {
+			t.Fatalf("delivery %q at QoS %d, want exactly at 1", p.Payload, p.QoS)
+		}
+		sub.ackDelivery(p)
+	})
+}
+
+// A3.5: a client whose roles deny persistent gets Session Expiry 0 (3.1.1:
+// made clean) and so holds no durable position on an append channel: the
+// next connection finds no session and replays from the floor, and a seek
+// is no-session.
+func TestA3_5PersistentDeniedHoldsNoDurablePosition(t *testing.T) {
+	b := featuresBroker(t)
+	pub := dialRaw(t, b.addr, codec.Version5)
+	pub.mustConnect("full-pub", login("full", "pwu"))
+	versions(t, func(t *testing.T, v byte) {
+		topic := "ev/" + uniq(t)
+		id := clientID(t, "fleeting")
+		me := login("fleeting", "pwf")
+		pub.publishQoS1(topic, []byte("r1"), 1)
+		pub.publishQoS1(topic, []byte("m1"), 2)
+		sub := dialRaw(t, b.addr, v)
+		ack := sub.mustConnect(id, both(freshSession(300), me))
+		if v == codec.Version5 && (!ack.Properties.Present.Has(codec.PropSessionExpiry) || ack.Properties.SessionExpiry != 0) {
+			t.Fatalf("CONNACK Session Expiry %v %d, want 0", ack.Properties.Present.Has(codec.PropSessionExpiry), ack.Properties.SessionExpiry)
+		}
+		sub.mustSubscribe(1, topic, 1)
+		sub.readUntil("m1")
+		if v == codec.Version5 {
+			if reply, code := sub.seekAs("events", "0", "my/replies", 3); code != codec.ImplementationSpecificError || reply == nil || string(reply.Payload) != "no-session" {
+				t.Fatalf("seek with persistent denied: 0x%02x %v, want no-session and 0x83", byte(code), reply)
+			}
+		}
+		sub.leave()
+		pub.publishQoS1(topic, []byte("m2"), 4)
+		sub = dialRaw(t, b.addr, v)
+		if ack := sub.mustConnect(id, both(session(300), me)); ack.SessionPresent {
+			t.Fatal("Session Present 1 for a client denied persistent")
+		}
+		sub.mustSubscribe(1, topic, 1)
+		if got := payloads(sub.readUntil("m2")); strings.Join(got, ",") != "r1,m1" {
+			t.Fatalf("the next connection got %v, want r1,m1 from the floor: a position was kept", got)
+		}
+	})
+}
+
+// A13.3: a shared group member a record does not fit (its Maximum Packet
+// Size) is passed over, not disconnected: the record goes to a member it
+// fits, and the small member is still served.
+func TestA13_3ASharedMemberARecordDoesNotFitIsPassedOver(t *testing.T) {
+	b := startAppend(t, t.TempDir(), memoryStorage, "", "")
+	small := dialRaw(t, b.addr, codec.Version5)
+	small.mustConnect("m-a", func(c *codec.Connect) {
+		c.Properties.MaximumPacketSize = 300
+		c.Properties.Present.Set(codec.PropMaximumPacketSize)
+	})
+	small.mustSubscribe(1, "$share/g/ev/#", 1)
+	large := dialRaw(t, b.addr, codec.Version5)
+	large.mustConnect("m-b", nil)
+	large.mustSubscribe(1, "$share/g/ev/#", 1)
+	pub := dialRaw(t, b.addr, codec.Version5)
+	pub.mustConnect("pub", nil)
+	big := strings.Repeat("y", 600)
+	for i := 1; i <= 3; i++ {
+		pub.publishQoS1("ev/big", []byte(fmt.Sprint(i, big)), uint16(i))
+	}
+	if got := large.collect(3); len(got) != 3 {
+		t.Fatalf("the member the records fit got %d of 3", len(got))
+	}
+	small.expectNothing("the member the records do not fit") // a DISCONNECT 0x95 fails the ping's read
+	for i := 4; i <= 7; i++ {
+		pub.publishQoS1("ev/small", []byte(fmt.Sprint("s", i)), uint16(i))
+	}
+	var toSmall, all []*codec.Publish
+	for deadline := time.Now().Add(waitLong); len(all) < 4 && time.Now().Before(deadline); {
+		s, l := small.ping(), large.ping()
+		for _, p := range s {
+			small.ackDelivery(p)
+		}
+		for _, p := range l {
+			large.ackDelivery(p)
+		}
+		toSmall = append(toSmall, s...)
+		all = append(append(all, s...), l...)
+	}
+	if len(all) != 4 {
+		t.Fatalf("the group got %v, want the four small records once each", payloads(all))
+	}
+	if len(toSmall) == 0 {
+		t.Fatal("the member passed over for size was never served again")
+	}
+}
+
+// A13.4, its second half: a record no member of a shared group can take,
+// the group holding no member whose session outlives its connection, is
+// dropped for that group and counted in
+// saguin_session_deliveries_dropped_total{cause="no_shared_member"} - an
+// append group counted in its engine, which the scrape did not read. (The
+// first half - held for a group with a kept member away - the broker does
+// not do: an append group drops that record too.)
+func TestA13_4ARecordNoSharedMemberCanTakeIsDroppedAndCounted(t *testing.T) {
+	y := saguinYAML(memoryStorage, "operations:\n  listen:\n    tcp:\n      address: 127.0.0.1:0") + appendChannelOn("ev/#")
+	ob := withOps(startSaguin(t, t.TempDir(), y))
+	passer := dialRaw(t, ob.addr, codec.Version5)
+	passer.mustConnect("passer", func(c *codec.Connect) {
+		c.Properties.MaximumPacketSize = 300
+		c.Properties.Present.Set(codec.PropMaximumPacketSize)
+	})
+	passer.mustSubscribe(1, "$share/solo/ev/d", 1)
+	pub := dialRaw(t, ob.addr, codec.Version5)
+	pub.mustConnect("pub", nil)
+	pub.publishQoS1("ev/d", []byte(strings.Repeat("z", 600)), 1)
+	pub.publishQoS1("ev/d", []byte("fits"), 2)
+	if p := passer.expectPublishWithin(waitLong); string(p.Payload) != "fits" {
+		t.Fatalf("the member got %q, want fits alone: the record too large for it is dropped", p.Payload)
+	}
+	fams := scrapeOnce(t, ob)
+	wantSeries(t, fams, "saguin_session_deliveries_dropped_total", 1, "cause", "no_shared_member")
 }

@@ -89,6 +89,10 @@ type Channel struct {
 	PositionLost                 func() uint64 // nil: none can be lost (latest)
 	RetentionRemoved             func() uint64
 	Superseded                   func() uint64 // latest only
+	// SharedDropped counts the records no member of a shared group over
+	// the channel could take: the channel's part of
+	// saguin_session_deliveries_dropped_total{cause="no_shared_member"}.
+	SharedDropped func() uint64
 	// Partitioned counts the subscribers that declared a partition slice
 	// here (saguin_channel_partitioned_consumers).
 	Partitioned func() int
@@ -217,7 +221,7 @@ func (src *Source) collect(now time.Time) *snapshot {
 	s.add("saguin_shares_dropped_total", 0, "not_authorized")
 	s.add("saguin_session_deliveries_dropped_total", bc.DeliveriesDroppedStorageFull.Load(), "storage_full")
 	s.add("saguin_session_deliveries_dropped_total", bc.DeliveriesDroppedQueue.Load()+nc.DeliveriesDroppedQueue.Load(), "session_queue_full")
-	s.add("saguin_session_deliveries_dropped_total", bc.SharesDroppedNoMember.Load(), "no_shared_member")
+	s.add("saguin_session_deliveries_dropped_total", bc.SharesDroppedNoMember.Load()+src.sharedDropped(), "no_shared_member")
 	s.add("saguin_session_deliveries_dropped_total", 0, "packet_ids_exhausted")
 	s.add("saguin_session_deliveries_dropped_total", nc.DeliveriesTooLarge.Load(), "too_large")
 
@@ -295,6 +299,19 @@ func (src *Source) collect(now time.Time) *snapshot {
 // A series exists only where the number does: offsets and bytes on append,
 // records on both, the lowest position while somebody holds one, the
 // superseded count on latest (RFC 0005 "Channels").
+// sharedDropped is what the channels' shared groups dropped with no member
+// to take it: a group over a channel is served by the channel's engine, not
+// broadcast's, and counts there.
+func (src *Source) sharedDropped() uint64 {
+	var n uint64
+	for _, ch := range src.Channels {
+		if ch.SharedDropped != nil {
+			n += ch.SharedDropped()
+		}
+	}
+	return n
+}
+
 func (src *Source) collectChannels(s *snapshot) {
 	for _, ch := range src.Channels {
 		s.add("saguin_channel_info", 1, ch.Name, ch.Filter, ch.Type, ch.Provider)

@@ -43,6 +43,7 @@ func plugChannels(cfg *config.Config, st *storage, b *broker.Broker) error {
 			Counts: al.log, Lowest: al.log.LowestPosition, Positions: al.log,
 			Published:        func() uint64 { return uint64(max(e.Counters.Published.Load(), 0)) },
 			PositionLost:     func() uint64 { return uint64(max(e.Counters.PositionLost.Load(), 0)) },
+			SharedDropped:    func() uint64 { return uint64(max(e.Counters.SharedDropped.Load(), 0)) },
 			RetentionRemoved: st.retention[ch.Name].Load,
 			Partitioned:      e.PartitionedConsumers,
 		})

@@ -74,6 +74,7 @@ func plugLatest(cfg *config.Config, st *storage, b *broker.Broker, log *slog.Log
 			Name: ch.Name, Type: ch.Type, Filter: ch.Filter, Provider: ls.provider,
 			Counts: ls.st, Published: e.Counters().Published.Load, Superseded: e.Counters().Superseded.Load,
 			RetentionRemoved: st.retention[ch.Name].Load, Partitioned: e.PartitionedConsumers,
+			SharedDropped: e.Counters().SharedDropped.Load,
 		})
 	}
 	if st.retained == nil {

@@ -83,6 +83,7 @@ func plugQueues(cfg *config.Config, st *storage, b *broker.Broker) error {
 				Counts: dlog, Lowest: dlog.LowestPosition, Positions: dlog,
 				Published:        func() uint64 { return uint64(max(dl.Counters.Published.Load(), 0)) },
 				PositionLost:     func() uint64 { return uint64(max(dl.Counters.PositionLost.Load(), 0)) },
+				SharedDropped:    func() uint64 { return uint64(max(dl.Counters.SharedDropped.Load(), 0)) },
 				RetentionRemoved: st.retention[d.Name].Load,
 				Partitioned:      dl.PartitionedConsumers,
 			})
