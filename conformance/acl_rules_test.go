@@ -113,9 +113,24 @@ func TestB1WithoutAnACLFileEveryAuthenticatedClientMayDoAnything(t *testing.T) {
 		if got := c.subscribe(1, "#", 1); got[0] != codec.GrantedQoS1 {
 			t.Fatalf("SUBSCRIBE #: 0x%02x", byte(got[0]))
 		}
+		// The PUBACK is read past the delivery to the client's own #.
 		c.publish("iot/device-8/anything", []byte("x"), 1, 2)
-		if h, _, err := c.next(waitLong); err != nil || (h.Type != codec.TypePuback && h.Type != codec.TypePublish) {
-			t.Fatalf("publish anywhere: %v %v", h.Type, err)
+		for {
+			h, body, err := c.next(waitLong)
+			if err != nil {
+				t.Fatalf("publish anywhere: no PUBACK: %v", err)
+			}
+			if h.Type == codec.TypePublish {
+				continue
+			}
+			var a codec.Ack
+			if h.Type != codec.TypePuback || a.Decode(h, body, v) != nil {
+				t.Fatalf("publish anywhere: got %s, want its PUBACK", h.Type)
+			}
+			if a.ReasonCode != codec.Success {
+				t.Fatalf("publish anywhere: PUBACK 0x%02x, want 0x00", byte(a.ReasonCode))
+			}
+			break
 		}
 	})
 	worker := dialRaw(t, b.addr, codec.Version5)
@@ -556,5 +571,27 @@ func TestB59HangUpOf311TargetsQoS0AndSessionsAway(t *testing.T) {
 	back.publish("iot/device-7/away", []byte("still connected"), 1, 1)
 	if code := back.expectPuback(1); code != codec.Success {
 		t.Fatalf("the named client was touched: 0x%02x", byte(code))
+	}
+}
+
+// Checklist B41 (RFC 0002 "Hanging up a client: broker: sessions"): only a
+// broker: sessions rule grants a hang-up - a user granted topic "#" with
+// every verb is refused 0x87 on $saguin/sessions/disconnect, and the named
+// client stays connected.
+func TestB41TopicHashWithEveryVerbCannotHangAnybodyUp(t *testing.T) {
+	acl := "roles:\n  all:\n    - topic: \"#\"\n      allow: [write, read]\nusers:\n  root: [all]\n  dev: [all]\n"
+	b := aclBroker(t, map[string]string{"root": "pwr", "dev": "pwd"}, acl, brokerConfig{})
+	targetID := clientID(t, "target")
+	target := dialRaw(t, b.addr, codec.Version5)
+	target.mustConnect(targetID, login("dev", "pwd"))
+	op := dialRaw(t, b.addr, codec.Version5)
+	op.mustConnect(clientID(t, "op"), login("root", "pwr"))
+	op.sendPublish(hangUpRequest(targetID, "ops/replies"))
+	if code := op.expectAck(codec.TypePuback, 7); code != codec.NotAuthorized {
+		t.Fatalf("a hang-up by a user granted # for write and read: PUBACK 0x%02x, want 0x87", byte(code))
+	}
+	target.publish("t/still", []byte("x"), 1, 1)
+	if code := target.expectPuback(1); code != codec.Success {
+		t.Fatalf("the named client was touched: PUBACK 0x%02x", byte(code))
 	}
 }
