@@ -3,6 +3,7 @@ package conformance
 import (
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -593,5 +594,64 @@ func TestB41TopicHashWithEveryVerbCannotHangAnybodyUp(t *testing.T) {
 	target.publish("t/still", []byte("x"), 1, 1)
 	if code := target.expectPuback(1); code != codec.Success {
 		t.Fatalf("the named client was touched: PUBACK 0x%02x", byte(code))
+	}
+}
+
+// Checklist B49 (RFC 0005 "The catalogue"): a SUBSCRIBE filter the
+// acl_file refuses - not a structural refusal - is counted in
+// saguin_subscriptions_refused_total{reason="not authorized"}, from a 3.1.1
+// client as from an MQTT 5 one.
+func TestB49ACLRefusedFiltersAreCountedNotAuthorized(t *testing.T) {
+	dir := t.TempDir()
+	pw := writePasswd(t, dir, authUsers)
+	aclPath := filepath.Join(dir, "acl.yaml")
+	if err := os.WriteFile(aclPath, []byte(authACL), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ob := startOps(t, dir, opsTCP+"\nmin_scrape_interval: 60s", brokerConfig{MQTT: "password_file: " + pw + "\nacl_file: " + aclPath})
+	versions(t, func(t *testing.T, v byte) {
+		c := dialRaw(t, ob.addr, v)
+		c.mustConnect(clientID(t, "dev"), login("device-7", "pw7"))
+		if got := c.subscribe(1, "iot/device-8/#", 1); got[0] != refusedCode(v, codec.NotAuthorized, codec.SubackFailure311) {
+			t.Fatalf("a filter the acl_file refuses: SUBACK 0x%02x", byte(got[0]))
+		}
+	})
+	_, body := ob.get(t, "GET", "/metrics")
+	if v, ok := value(parseScrape(t, body)["saguin_subscriptions_refused_total"], "reason", "not authorized"); !ok || v != 2 {
+		t.Fatalf(`saguin_subscriptions_refused_total{reason="not authorized"} = %v %v, want 2 (one 3.1.1, one MQTT 5)`, v, ok)
+	}
+}
+
+// Checklist B66 (RFC 0002 "Checking what a user may do"): saguin --acl
+// reads users from standard input, one a line, the client id after a tab
+// or a space - the space form resolves a %c rule as the tab form does.
+func TestB66ACLStdinListTakesTheClientIDAfterASpace(t *testing.T) {
+	dir := t.TempDir()
+	acl := "roles:\n  cohort:\n    - topic: c/%c/#\n      allow: [write]\nusers:\n  \"cohort-*\": [cohort]\n"
+	aclPath := filepath.Join(dir, "acl.yaml")
+	if err := os.WriteFile(aclPath, []byte(acl), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	pw := writePasswd(t, dir, map[string]string{"cohort-x": "pw"})
+	conf := filepath.Join(dir, "saguin.yaml")
+	if err := os.WriteFile(conf, []byte(brokerConfig{MQTT: "password_file: " + pw + "\nacl_file: " + aclPath}.yaml(dir)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	list := func(in string) string {
+		t.Helper()
+		cmd := exec.Command(binPath, "--acl", conf)
+		cmd.Stdin = strings.NewReader(in)
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("saguin --acl with %q on standard input: %v\n%s", in, err, out)
+		}
+		return string(out)
+	}
+	space, tab := list("cohort-x c1\n"), list("cohort-x\tc1\n")
+	if !strings.Contains(space, "c/c1/#") {
+		t.Fatalf("the space form did not resolve %%c to c1:\n%s", space)
+	}
+	if space != tab {
+		t.Fatalf("the space form printed\n%s\nthe tab form\n%s", space, tab)
 	}
 }
