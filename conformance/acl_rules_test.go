@@ -655,3 +655,35 @@ func TestB66ACLStdinListTakesTheClientIDAfterASpace(t *testing.T) {
 		t.Fatalf("the space form printed\n%s\nthe tab form\n%s", space, tab)
 	}
 }
+
+// Checklist B40 (RFC 0002 "Three rule kinds"): a filter crossing two
+// channels and the broadcast topics beside them is granted whole when the
+// user holds read on every channel it touches and a topic: rule covering
+// it; without the topic: rule the same filter is refused.
+func TestB40FilterCrossingChannelsIsGrantedWithEveryReadAndATopicRule(t *testing.T) {
+	channels := "water-ev:\n  type: append\n  filter: iot/water/+/events/#\nwater-st:\n  type: latest\n  filter: iot/water/+/state/#"
+	acl := `roles:
+  channels:
+    - channel: water-ev
+      allow: [read]
+    - channel: water-st
+      allow: [read]
+  topics:
+    - topic: iot/water/#
+      allow: [read]
+users:
+  full: [channels, topics]
+  chanonly: [channels]
+`
+	b := aclBroker(t, map[string]string{"full": "pwf", "chanonly": "pwc"}, acl, brokerConfig{Channels: channels})
+	full := dialRaw(t, b.addr, codec.Version5)
+	full.mustConnect(clientID(t, "full"), login("full", "pwf"))
+	if got := full.subscribe(1, "iot/water/w-7/#", 1); got[0] != codec.GrantedQoS1 {
+		t.Fatalf("iot/water/w-7/# with read on both channels and a topic: rule: SUBACK 0x%02x, want 0x01", byte(got[0]))
+	}
+	part := dialRaw(t, b.addr, codec.Version5)
+	part.mustConnect(clientID(t, "chanonly"), login("chanonly", "pwc"))
+	if got := part.subscribe(1, "iot/water/w-7/#", 1); got[0] != codec.NotAuthorized {
+		t.Fatalf("iot/water/w-7/# with read on both channels and no topic: rule: SUBACK 0x%02x, want 0x87", byte(got[0]))
+	}
+}
