@@ -1139,3 +1139,51 @@ func TestD8_94PositionLostReaderCarriesItsScheme(t *testing.T) {
 		}
 	}
 }
+
+// Checklist D9.100 (RFC 0002 "How much the broker says: broker.log_level"):
+// info is never a line per record. At log_level info, a hundred records
+// read by an append consumer and fifty jobs offered, leased and
+// acknowledged add no more lines than the clients' connects; at debug the
+// same jobs write their lines (a line per record is debug's).
+func TestD9_100InfoIsNeverALinePerRecord(t *testing.T) {
+	run := func(t *testing.T, level string) int {
+		yaml := strings.Replace(saguinYAML(memoryStorage, "operations:\n  listen:\n    tcp:\n      address: 127.0.0.1:0"), "log_level: debug", "log_level: "+level, 1) +
+			"channels:\n  events:\n    type: append\n    filter: ev/#\n  jobs:\n    type: queue\n    filter: work/+/inspect\n"
+		b := startSaguin(t, t.TempDir(), yaml)
+		sub := dialRaw(t, b.addr, codec.Version5)
+		sub.mustConnect("reader", freshSession(60))
+		sub.mustSubscribe(1, "ev/#", 1)
+		w := queueWorker(t, b.addr, "worker")
+		pub := queueProducer(t, b.addr)
+		seen := len(b.log.snapshot())
+		for i := 1; i <= 100; i++ {
+			pub.publishQoS1("ev/x", []byte("r"), uint16(i))
+		}
+		if got := sub.collect(100); len(got) != 100 {
+			t.Fatalf("the consumer read %d of 100", len(got))
+		}
+		for i := 1; i <= 50; i++ {
+			pub.publishQoS1("work/1/inspect", []byte("job"), uint16(100+i))
+			w.answer(w.takeOffer(), "ack")
+		}
+		var q queueBody
+		ob := withOps(b)
+		ob.waitJSON(t, "/v1/operations/queues/jobs", &q, func() bool { return q.Unresolved == 0 })
+		marker := dialRaw(t, b.addr, codec.Version5)
+		marker.mustConnect("marker-client", nil)
+		if b.log.waitFrom(seen, regexp.MustCompile(`client_id=marker-client`), waitLong) == "" {
+			t.Fatal("the marker client was never logged")
+		}
+		return len(b.log.snapshot()) - seen
+	}
+	t.Run("info", func(t *testing.T) {
+		if n := run(t, "info"); n > 10 {
+			t.Fatalf("%d lines at info for 150 records and one connect", n)
+		}
+	})
+	t.Run("debug", func(t *testing.T) {
+		if n := run(t, "debug"); n < 50 {
+			t.Fatalf("%d lines at debug for 50 jobs, want a line per job at least", n)
+		}
+	})
+}
