@@ -620,6 +620,14 @@ func TestD6_7WillsPublishedCountsEachCause(t *testing.T) {
 		watch.ackDelivery(p)
 		got[string(p.Topic)] = true
 	}
+	// A subscriber can hold a Will before the broker has counted it; the
+	// count is added before the "Will published" line, and the one scrape
+	// the interval allows must come after all three.
+	for _, id := range []string{"w-immediate", "w-delayed", "w-ended"} {
+		if ob.log.wait(regexp.MustCompile(`msg="Will published" .*client_id=`+id+` `), waitLong) == "" {
+			t.Fatalf("no line says %s's Will was published", id)
+		}
+	}
 	fams := scrapeOnce(t, ob)
 	wantSeries(t, fams, "saguin_wills_published_total", 1, "cause", "immediate")
 	wantSeries(t, fams, "saguin_wills_published_total", 1, "cause", "delayed")
