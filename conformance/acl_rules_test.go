@@ -687,3 +687,95 @@ users:
 		t.Fatalf("iot/water/w-7/# with read on both channels and no topic: rule: SUBACK 0x%02x, want 0x87", byte(got[0]))
 	}
 }
+
+// untilQuota publishes payload at QoS 1 to topic, ten at once, and says
+// how many were answered before the first 0x97 (10: none was). Each answer
+// before it must be one of ok: the rate is asked before the acl_file, so a
+// client the file grants nothing is answered 0x87 until its budget is out.
+func untilQuota(t *testing.T, c *raw, topic string, payload []byte, ok codec.ReasonCode) int {
+	t.Helper()
+	for i := uint16(1); i <= 10; i++ {
+		c.publish(topic, payload, 1, i)
+		switch code := c.expectPuback(i); code {
+		case ok:
+		case codec.QuotaExceeded:
+			return int(i - 1)
+		default:
+			t.Fatalf("%s: PUBACK 0x%02x, want 0x%02x or 0x97", topic, byte(code), byte(ok))
+		}
+	}
+	return 10
+}
+
+// Checklist B30 (RFC 0002 "How fast one client may publish"), the part
+// TestB30EntryLimitsAreEnforced leaves: an entry's publish_bytes replaces
+// the broker-wide figure at run time, down and up, and a client no pattern
+// matches is held to the broker-wide bound. Each publish is about 400
+// bytes: a budget of 800 admits two or three, the broker-wide 2000 five or
+// six.
+func TestB30EntryPublishBytesAndTheUnmatchedClientsBound(t *testing.T) {
+	acl := `roles:
+  any:
+    - topic: "#"
+      allow: [write, read]
+users:
+  small:
+    roles: [any]
+    limits: {publish_bytes: 800}
+  big:
+    roles: [any]
+    limits: {publish_bytes: 1MiB}
+  plain: [any]
+`
+	b := aclBroker(t, map[string]string{"small": "pws", "big": "pwb", "plain": "pwp", "stranger": "pwx"}, acl, brokerConfig{Limits: "publish_bytes: 2000"})
+	payload := []byte(strings.Repeat("x", 400))
+	for _, tc := range []struct {
+		user, pass string
+		answer     codec.ReasonCode
+		ok         func(int) bool
+		want       string
+	}{
+		{"small", "pws", codec.Success, func(n int) bool { return n < 4 }, "two or three (its entry's 800 bytes a second)"},
+		{"big", "pwb", codec.Success, func(n int) bool { return n == 10 }, "all 10 (its entry's 1 MiB a second)"},
+		{"plain", "pwp", codec.Success, func(n int) bool { return n >= 4 && n < 10 }, "the broker-wide 2000 bytes a second"},
+		{"stranger", "pwx", codec.NotAuthorized, func(n int) bool { return n >= 4 && n < 10 }, "the broker-wide 2000 bytes a second (no pattern matches it)"},
+	} {
+		c := dialRaw(t, b.addr, codec.Version5)
+		c.mustConnect(clientID(t, tc.user), login(tc.user, tc.pass))
+		if n := untilQuota(t, c, "t/"+tc.user, payload, tc.answer); !tc.ok(n) {
+			t.Errorf("%s: %d of ten 400-byte publishes at once answered before a 0x97, want %s", tc.user, n, tc.want)
+		}
+	}
+}
+
+// Checklist B29 (RFC 0002 "Which entry applies", "How fast one client may
+// publish"): an entry without limits: takes the broker-wide figures at run
+// time, not those of a broader entry it shadows - device-7 publishes at
+// the broker-wide 3 a second although device-* carries 1.
+func TestB29EntryWithoutLimitsTakesTheBrokerWideFiguresNotAShadowedEntrys(t *testing.T) {
+	acl := `roles:
+  dev:
+    - topic: "#"
+      allow: [write]
+users:
+  "device-*":
+    roles: [dev]
+    limits: {publish_rate: 1}
+  device-7: [dev]
+`
+	b := aclBroker(t, map[string]string{"device-7": "pw7", "device-8": "pw8"}, acl, brokerConfig{Limits: "publish_rate: 3"})
+	for _, tc := range []struct {
+		user, pass string
+		ok         func(int) bool
+		want       string
+	}{
+		{"device-7", "pw7", func(n int) bool { return n >= 3 && n < 10 }, "the broker-wide 3 a second, not device-*'s 1"},
+		{"device-8", "pw8", func(n int) bool { return n < 3 }, "fewer than 3 (device-*'s 1 a second)"},
+	} {
+		c := dialRaw(t, b.addr, codec.Version5)
+		c.mustConnect(clientID(t, tc.user), login(tc.user, tc.pass))
+		if n := untilRefused(t, c, "t/"+tc.user); !tc.ok(n) {
+			t.Errorf("%s: %d of ten publishes at once acknowledged before a 0x97, want %s", tc.user, n, tc.want)
+		}
+	}
+}
