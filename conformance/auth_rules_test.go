@@ -307,3 +307,78 @@ func TestA47PasswdScopeSetsTheWholeList(t *testing.T) {
 		}
 	}
 }
+
+// doorFileBroker starts saguin with broker.mqtt's password file holding
+// authUsers on the tcp door and a unix door naming its own password_file,
+// door.passwd, holding door-a alone. It returns the door file's path.
+func doorFileBroker(t *testing.T) (*brokerProc, string) {
+	t.Helper()
+	saguinOnly(t, "the test needs a saguin started with its own doors")
+	dir := t.TempDir()
+	pw := writePasswd(t, dir, authUsers)
+	door := filepath.Join(dir, "door.passwd")
+	if out, err := exec.Command("mosquitto_passwd", "-c", "-b", door, "door-a", "pwa").CombinedOutput(); err != nil {
+		t.Fatalf("%v %s", err, out)
+	}
+	listen := "tcp:\n  address: 127.0.0.1:0\nunix:\n  path: $DIR/mqtt.sock\n  password_file: " + door + "\n"
+	return startBrokerIn(t, dir, brokerConfig{MQTT: "password_file: " + pw, Listen: listen}), door
+}
+
+// Checklist A38 (RFC 0002 "Who may connect"): SIGUSR1 re-reads a door's
+// own password_file, not only broker.mqtt's - a user added to it is refused
+// on that door before the signal and admitted after it.
+func TestA38SIGUSR1ReReadsADoorsOwnPasswordFile(t *testing.T) {
+	b, door := doorFileBroker(t)
+	if out, err := exec.Command("mosquitto_passwd", "-b", door, "door-b", "pwb").CombinedOutput(); err != nil {
+		t.Fatalf("%v %s", err, out)
+	}
+	if ack := dialRawUnix(t, b.socket(), codec.Version5).connect(clientID(t, "early"), login("door-b", "pwb")); ack.ReasonCode != codec.BadUserNameOrPassword {
+		t.Fatalf("a user added to the door's file before the signal: CONNACK 0x%02x, want 0x86", byte(ack.ReasonCode))
+	}
+	seen := len(b.log.snapshot())
+	b.signal(syscall.SIGUSR1)
+	if b.log.waitFrom(seen, regexp.MustCompile(`credentials re-read and in force.*`+regexp.QuoteMeta(door)+` \(2 users\)`), waitLong) == "" {
+		t.Fatalf("the re-read does not say it read %s with its two users:\n%s", door, b.log)
+	}
+	versions(t, func(t *testing.T, v byte) {
+		dialRawUnix(t, b.socket(), v).mustConnect(clientID(t, "added"), login("door-b", "pwb"))
+		dialRawUnix(t, b.socket(), v).mustConnect(clientID(t, "kept"), login("door-a", "pwa"))
+	})
+}
+
+// Checklist A40 (RFC 0002 "Who may connect"): a re-read is all or nothing -
+// one password file that cannot be read (mode 000; as root, which reads
+// through that, a directory put in the file's place) is named at error,
+// and every door keeps the users it had: nothing re-read is applied, not
+// even the other file's added user.
+func TestA40UnreadablePasswordFileKeepsTheOldUsers(t *testing.T) {
+	b, door := doorFileBroker(t)
+	pw := filepath.Join(b.dir, "clients.passwd")
+	if out, err := exec.Command("mosquitto_passwd", "-b", pw, "device-9", "pw9").CombinedOutput(); err != nil {
+		t.Fatalf("%v %s", err, out)
+	}
+	if err := os.Chmod(door, 0); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.ReadFile(door); err == nil {
+		// Mode 000 does not stop root: a directory cannot be read as a file.
+		if err := os.Remove(door); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Mkdir(door, 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	seen := len(b.log.snapshot())
+	b.signal(syscall.SIGUSR1)
+	if b.log.waitFrom(seen, regexp.MustCompile(`level=ERROR.*SIGUSR1.*`+regexp.QuoteMeta(door)), waitLong) == "" {
+		t.Fatalf("no error line of the re-read names %s:\n%s", door, b.log)
+	}
+	versions(t, func(t *testing.T, v byte) {
+		dialRawUnix(t, b.socket(), v).mustConnect(clientID(t, "door-kept"), login("door-a", "pwa"))
+		dialRaw(t, b.addr, v).mustConnect(clientID(t, "kept"), login("device-7", "pw7"))
+		if ack := dialRaw(t, b.addr, v).connect(clientID(t, "added"), login("device-9", "pw9")); ack.ReasonCode != refusedCode(v, codec.BadUserNameOrPassword, codec.ConnRefusedBadUserNamePassword) {
+			t.Errorf("a user added to the readable file was admitted: CONNACK 0x%02x, want refused (nothing applied)", byte(ack.ReasonCode))
+		}
+	})
+}
