@@ -1287,3 +1287,32 @@ func TestD6_60StorageErrorsAppearsWithAProvidersFirstFailure(t *testing.T) {
 	}
 	wantSeries(t, fams, "saguin_publish_refused_total", 1, "reason", "implementation specific error")
 }
+
+// Checklist D.6 row 58: saguin_provider_bytes is what each provider holds -
+// the one keeping the retained store holds a 10 KiB retained value (its
+// record's topic and payload, and little else), the one keeping the sessions
+// of clients that keep none holds nothing.
+func TestD6_58ProviderBytesIsWhatEachProviderHolds(t *testing.T) {
+	dir := t.TempDir()
+	ob := withOps(startSaguin(t, dir, opsYAML(`storage:
+  default: sessions
+  default_retention_period: none
+  default_retention_bytes: none
+  providers:
+    sessions:
+      type: memory
+      snapshot_dir: none
+    values:
+      type: memory
+      snapshot_dir: none`, "session:\n  storage: sessions\nretained:\n  storage: values")))
+	c := dialRaw(t, ob.addr, codec.Version5)
+	c.mustConnect("retainer", nil)
+	if code := c.publishAs(&codec.Publish{Retain: true, Topic: []byte("r/big"), Payload: make([]byte, 10<<10)}, 1); code != codec.Success {
+		t.Fatalf("PUBACK 0x%02x", byte(code))
+	}
+	fams := scrapeOnce(t, ob)
+	if v, _ := value(fams["saguin_provider_bytes"], "provider", "values"); v < 10<<10 || v > 11<<10 {
+		t.Errorf(`saguin_provider_bytes{provider="values"} = %v, want the 10 KiB value and little else`, v)
+	}
+	wantSeries(t, fams, "saguin_provider_bytes", 0, "provider", "sessions")
+}
