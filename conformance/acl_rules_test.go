@@ -779,3 +779,71 @@ users:
 		}
 	}
 }
+
+// broadcastACL grants writer write on b/#, and reader read on b/# -
+// narrowed to b/ok/# when narrowed is true.
+func broadcastACL(narrowed bool) string {
+	read := "b/#"
+	if narrowed {
+		read = "b/ok/#"
+	}
+	return "roles:\n  writer:\n    - topic: b/#\n      allow: [write]\n  reader:\n    - topic: " + read + "\n      allow: [read]\n" +
+		"users:\n  writer: [writer]\n  reader: [reader]\n"
+}
+
+// Checklist B55 (notes-0003 "Broadcast: What a delivery carries"): a QoS 1
+// broadcast delivery the acl_file disallows at that moment is not sent and
+// the session releases it as if acknowledged - three refused ones do not
+// fill a Receive Maximum of 2, so the granted ones behind them are sent,
+// and after the grant returns and the session reconnects nothing refused
+// is sent again.
+func TestB55RefusedBroadcastDeliveryIsReleasedAsIfAcknowledged(t *testing.T) {
+	b := aclBroker(t, map[string]string{"writer": "pww", "reader": "pwr"}, broadcastACL(false), brokerConfig{})
+	w := dialRaw(t, b.addr, codec.Version5)
+	w.mustConnect("writer-1", login("writer", "pww"))
+	rm2 := func(c *codec.Connect) {
+		c.Properties.ReceiveMaximum = 2
+		c.Properties.Present.Set(codec.PropReceiveMaximum)
+	}
+	r := dialRaw(t, b.addr, codec.Version5)
+	r.mustConnect("reader-1", both(login("reader", "pwr"), freshSession(600), rm2))
+	r.mustSubscribe(1, "b/#", 1)
+	// Narrowed after the SUBSCRIBE, which is granted whole or refused.
+	b.reread(t, broadcastACL(true))
+	for i := uint16(1); i <= 3; i++ {
+		w.publishQoS1(fmt.Sprintf("b/no/%d", i), []byte("refused"), i)
+	}
+	w.publishQoS1("b/ok/1", []byte("one"), 4)
+	w.publishQoS1("b/ok/2", []byte("two"), 5)
+	for _, want := range []string{"one", "two"} {
+		p := r.expectPublishWithin(waitLong)
+		if string(p.Payload) != want {
+			t.Fatalf("got %q on %s, want %q: a refused delivery was sent", p.Payload, p.Topic, want)
+		}
+		r.ackDelivery(p)
+	}
+	// Refused while away: asked again when the resumed session sends it.
+	r.disconnect()
+	w.publishQoS1("b/no/4", []byte("refused"), 6)
+	back := dialRaw(t, b.addr, codec.Version5)
+	if ack := back.mustConnect("reader-1", both(login("reader", "pwr"), session(600), rm2)); !ack.SessionPresent {
+		t.Fatal("the session was not kept")
+	}
+	w.publishQoS1("b/ok/3", []byte("three"), 7)
+	if p := back.expectPublishWithin(waitLong); string(p.Payload) != "three" {
+		t.Fatalf("the resumed session got %q on %s, want three: a refused delivery was sent", p.Payload, p.Topic)
+	} else {
+		back.ackDelivery(p)
+	}
+	back.disconnect()
+	b.reread(t, broadcastACL(false))
+	again := dialRaw(t, b.addr, codec.Version5)
+	if ack := again.mustConnect("reader-1", both(login("reader", "pwr"), session(600), rm2)); !ack.SessionPresent {
+		t.Fatal("the session was not kept")
+	}
+	again.expectNothing("a refused delivery is released as if acknowledged: the grant returning sends nothing again")
+	w.publishQoS1("b/ok/end", []byte("end"), 8)
+	if got := again.readUntil("end"); len(got) != 0 {
+		t.Fatalf("before a publish after the reconnect: %d PUBLISH (first %q on %s), want none", len(got), got[0].Payload, got[0].Topic)
+	}
+}
