@@ -1,6 +1,7 @@
 package netloop
 
 import (
+	"crypto/tls"
 	"net"
 	"time"
 )
@@ -12,6 +13,24 @@ var (
 	connackBusy5   = []byte{0x20, 3, 0x00, 0x89, 0x00}
 	connackBusy311 = []byte{0x20, 2, 0x00, 0x03}
 )
+
+// busyTransport is what a Server busy answer is read and written over: the
+// socket itself, or on a tls door the TLS session its handshake opens by
+// deadline (nil when it does not: the socket is closed with nothing
+// written). The handshake checks a client certificate as the door's always
+// does; no password is read.
+func busyTransport(l *listener, nc net.Conn, deadline time.Time) net.Conn {
+	cfg := l.door.TLS
+	if cfg == nil {
+		return nc
+	}
+	tc := tls.Server(nc, cfg)
+	tc.SetDeadline(deadline)
+	if tc.Handshake() != nil {
+		return nil
+	}
+	return tc
+}
 
 // answerBusy reads the opening bytes of a CONNECT from a socket that found a
 // place in the overflow budget but no slot, and answers Server busy in the

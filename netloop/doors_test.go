@@ -740,3 +740,42 @@ func TestPacketsArrivingInOneSegmentAreAllAnswered(t *testing.T) {
 		expect(c)
 	})
 }
+
+// RFC 0002 "How long a socket may wait to send CONNECT": a socket on a tls
+// door that finds a place in the overflow budget but no slot is answered
+// Server busy inside its TLS session once it sends a CONNECT, as on tcp -
+// the handshake runs within the same 100 ms bound. On a machine too slow to
+// finish the handshake inside the bound the broker rightly closes the
+// socket unanswered, and the test says so and stops.
+func TestTLSOverflowSocketIsAnsweredServerBusy(t *testing.T) {
+	f := newTLSFixture(t, false, false)
+	s := startServer(t, netloop.Options{MaxConnections: 1,
+		Doors: []netloop.Door{{Name: "tls", Kind: netloop.KindTCP, Address: "127.0.0.1:0", TLS: f.config}}})
+	holder, err := dialTLS(t, s, "tls", f, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ack := holder.connect("holder", nil); ack.ReasonCode != codec.Success {
+		t.Fatalf("CONNACK %v for the slot's holder", ack.ReasonCode)
+	}
+	began := time.Now()
+	late, err := dialTLS(t, s, "tls", f, nil)
+	if err != nil {
+		if time.Since(began) >= 100*time.Millisecond {
+			t.Skipf("the handshake took past the 100 ms bound on this machine (%v): closed unanswered, as it should be", err)
+		}
+		t.Fatalf("the overflow socket's handshake failed inside the bound: %v", err)
+	}
+	late.send((&codec.Connect{Version: 5, CleanStart: true, KeepAlive: 60, ClientID: []byte("late")}).Append(nil, 5))
+	h, body, err := late.next(5 * time.Second)
+	if err != nil {
+		if time.Since(began) >= 100*time.Millisecond {
+			t.Skipf("the CONNECT came past the 100 ms bound on this machine: closed unanswered, as it should be")
+		}
+		t.Fatalf("no CONNACK inside the bound: %v", err)
+	}
+	var ack codec.Connack
+	if h.Type != codec.TypeConnack || ack.Decode(h, body, 5) != nil || ack.ReasonCode != codec.ServerBusy {
+		t.Fatalf("got %s 0x%02x, want CONNACK Server busy (0x89)", h.Type, byte(ack.ReasonCode))
+	}
+}

@@ -198,6 +198,8 @@ func (s *Server) arrive(l *listener, nc net.Conn) {
 // overflow is one socket in the budget: it waits up to 50 ms for a slot; with
 // none, it is answered Server busy if it sends the opening of a CONNECT, and
 // is closed within 100 ms of arriving, or connect_timeout where that is sooner.
+// On a tls door the CONNECT comes inside the TLS session, so the handshake
+// runs first, within the same bound (RFC 0002 names tls beside tcp and unix).
 // A ws door's socket is closed at once with nothing written: it is not an
 // MQTT connection until its upgrade, so there is nobody to answer 0x89 to
 // (RFC 0002), even if its first bytes look like a CONNECT.
@@ -219,7 +221,10 @@ func (s *Server) overflow(l *listener, nc net.Conn, w *waiter, arrivedAt time.Ti
 			// a deadline already past would refuse even a CONNECT waiting in
 			// the socket, and its close with those bytes unread is a reset.
 			left := max(limit-s.opts.Clock.Now().Sub(arrivedAt), busyReadGrace)
-			answerBusy(nc, time.Now().Add(left))
+			deadline := time.Now().Add(left)
+			if conn := busyTransport(l, nc, deadline); conn != nil {
+				answerBusy(conn, deadline)
+			}
 		}
 	}
 	nc.Close()
