@@ -382,3 +382,31 @@ func TestA40UnreadablePasswordFileKeepsTheOldUsers(t *testing.T) {
 		}
 	})
 }
+
+// Checklist A40 (RFC 0002 "Who may connect"): a re-read is all or nothing -
+// a door's own password file emptied, so that it names nobody on a door
+// admitting nobody else (no anonymous clients, no certificates), is named
+// at error, and every door keeps the users it had: not even the other
+// file's added user is applied.
+func TestA40EmptiedDoorPasswordFileKeepsTheOldUsers(t *testing.T) {
+	b, door := doorFileBroker(t)
+	pw := filepath.Join(b.dir, "clients.passwd")
+	if out, err := exec.Command("mosquitto_passwd", "-b", pw, "device-9", "pw9").CombinedOutput(); err != nil {
+		t.Fatalf("%v %s", err, out)
+	}
+	if err := os.WriteFile(door, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	seen := len(b.log.snapshot())
+	b.signal(syscall.SIGUSR1)
+	if b.log.waitFrom(seen, regexp.MustCompile(`level=ERROR.*SIGUSR1.*`+regexp.QuoteMeta(door)+`.*names no users`), waitLong) == "" {
+		t.Fatalf("no error line of the re-read names %s as naming nobody:\n%s", door, b.log)
+	}
+	versions(t, func(t *testing.T, v byte) {
+		dialRawUnix(t, b.socket(), v).mustConnect(clientID(t, "door-kept"), login("door-a", "pwa"))
+		dialRaw(t, b.addr, v).mustConnect(clientID(t, "kept"), login("device-7", "pw7"))
+		if ack := dialRaw(t, b.addr, v).connect(clientID(t, "added"), login("device-9", "pw9")); ack.ReasonCode != refusedCode(v, codec.BadUserNameOrPassword, codec.ConnRefusedBadUserNamePassword) {
+			t.Errorf("a user added to the other file was admitted: CONNACK 0x%02x, want refused (nothing applied)", byte(ack.ReasonCode))
+		}
+	})
+}
