@@ -1,10 +1,13 @@
 package conformance
 
 import (
+	"crypto/tls"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/saguin-edge/saguin/codec"
 )
 
 // Checklist-operations.md C.1-C.3 rules the audit of issue 15 found untested
@@ -80,4 +83,49 @@ func TestWebSocketOriginEntryWithWildcardQueryUserInfoOrFragmentIsRefused(t *tes
 // naming the key.
 func TestUnixDoorPathWithANULIsRefused(t *testing.T) {
 	refusedAtLoad(t, brokerConfig{Listen: "unix:\n  path: \"$DIR/a\\0b.sock\""}, "broker.mqtt.listen.unix.path", "NUL")
+}
+
+// C.1 #5, RFC 0002 "TLS on a listener": min_version is a floor, not a pin,
+// 1.2 by default and nothing below 1.2. A door without it refuses a TLS 1.1
+// client and admits 1.2 and 1.3; a door with `min_version: "1.3"` refuses a
+// 1.2 client and still admits 1.3.
+func TestTLSMinVersionIsAFloorDefaultOneTwo(t *testing.T) {
+	dir := t.TempDir()
+	p := newPKI(t, dir)
+	pair := "\n    tls:\n      cert_file: " + p.serverCert + "\n      key_file: " + p.serverKey
+	b := startBrokerIn(t, dir, brokerConfig{Listen: "tcp:\n  - name: default\n    address: 127.0.0.1:0" + pair +
+		"\n  - name: strict\n    address: 127.0.0.1:0" + pair + "\n      min_version: \"1.3\""})
+	for _, c := range []struct {
+		door    string
+		version uint16
+		admit   bool
+	}{
+		{"default", tls.VersionTLS11, false},
+		{"default", tls.VersionTLS12, true},
+		{"default", tls.VersionTLS13, true},
+		{"strict", tls.VersionTLS12, false},
+		{"strict", tls.VersionTLS13, true},
+	} {
+		what := c.door + " door, a client at " + tls.VersionName(c.version)
+		nc, err := tls.Dial("tcp", doorAddr(t, b, c.door), &tls.Config{RootCAs: p.ca.Pool(), ServerName: "localhost",
+			MinVersion: tls.VersionTLS10, MaxVersion: c.version})
+		if !c.admit {
+			if err == nil {
+				nc.Close()
+				t.Errorf("%s: handshake completed, want it refused", what)
+			} else if !strings.Contains(err.Error(), "protocol version") {
+				t.Errorf("%s: %v, want a protocol version refusal", what, err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("%s: %v, want admitted", what, err)
+			continue
+		}
+		if got := nc.ConnectionState().Version; got != c.version {
+			t.Errorf("%s: negotiated %s", what, tls.VersionName(got))
+		}
+		(&raw{t: t, nc: nc, version: codec.Version5}).mustConnect(uniq(t), nil)
+		nc.Close()
+	}
 }
