@@ -410,3 +410,32 @@ func TestA40EmptiedDoorPasswordFileKeepsTheOldUsers(t *testing.T) {
 		}
 	})
 }
+
+// Checklist A38 (RFC 0005 "The operations listener"): SIGUSR1 re-reads an
+// operations door's own password_file, not only the block's - a user added
+// to it is answered 401 before the signal and 200 after it, and the user it
+// held still reads.
+func TestA38SIGUSR1ReReadsAnOperationsDoorsOwnPasswordFile(t *testing.T) {
+	saguinOnly(t, "the test needs a saguin started with its own operations door")
+	dir := t.TempDir()
+	door := filepath.Join(dir, "door.passwd")
+	passwordFile(t, door, [3]string{"alice", "alice-secret", ""})
+	ob := startOps(t, dir, opsTCP+"\n    password_file: "+door, brokerConfig{})
+	if resp, _ := ob.get(t, "GET", "/metrics", basic("alice", "alice-secret")...); resp.StatusCode != 200 {
+		t.Fatalf("alice before the signal: %d, want 200", resp.StatusCode)
+	}
+	passwordFile(t, door, [3]string{"alice", "alice-secret", ""}, [3]string{"bob", "bob-secret", ""})
+	if resp, _ := ob.get(t, "GET", "/metrics", basic("bob", "bob-secret")...); resp.StatusCode != 401 {
+		t.Fatalf("a user added to the door's file before the signal: %d, want 401", resp.StatusCode)
+	}
+	seen := len(ob.log.snapshot())
+	ob.signal(syscall.SIGUSR1)
+	if ob.log.waitFrom(seen, regexp.MustCompile(`SIGUSR1: credentials re-read and in force`), waitLong) == "" {
+		t.Fatalf("the re-read was not applied:\n%s", ob.log)
+	}
+	for _, who := range [][]string{basic("bob", "bob-secret"), basic("alice", "alice-secret")} {
+		if resp, _ := ob.get(t, "GET", "/metrics", who...); resp.StatusCode != 200 {
+			t.Errorf("%v after the signal: %d, want 200", who, resp.StatusCode)
+		}
+	}
+}
