@@ -2,8 +2,10 @@ package conformance
 
 import (
 	"crypto/tls"
+	"net/http"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -128,4 +130,30 @@ func TestTLSMinVersionIsAFloorDefaultOneTwo(t *testing.T) {
 		(&raw{t: t, nc: nc, version: codec.Version5}).mustConnect(uniq(t), nil)
 		nc.Close()
 	}
+}
+
+// C.2 #25, RFC 0002 "Which web pages may connect": with same_origin and
+// allowed_origins both set a page must pass both. On a `same_origin: true`
+// door listing http://dashboard.example, that page upgrades when it is its
+// own site (Host dashboard.example); the same listed origin sent to another
+// host is refused 403, as is a page that is its own site but not listed.
+func TestSameOriginAndAllowedOriginsBothSetAPageMustPassBoth(t *testing.T) {
+	b := startBroker(t, brokerConfig{Listen: "ws:\n  address: 127.0.0.1:0\n  same_origin: true\n" +
+		"  allowed_origins:\n    - http://dashboard.example"})
+	addr := doorAddr(t, b, "ws")
+	for _, c := range []struct {
+		what, host, origin string
+		want               int
+	}{
+		{"listed and same-origin", "dashboard.example", "http://dashboard.example", http.StatusSwitchingProtocols},
+		{"listed, not same-origin", addr, "http://dashboard.example", http.StatusForbidden},
+		{"same-origin, not listed", "other.example", "http://other.example", http.StatusForbidden},
+	} {
+		status, _, conn := wsAnswer(t, addr, wsRequest("HTTP/1.1", c.host, c.origin))
+		conn.nc.Close()
+		if status != c.want {
+			t.Errorf("%s (Host %s, Origin %s): %d, want %d", c.what, c.host, c.origin, status, c.want)
+		}
+	}
+	mustLog(t, b, regexp.MustCompile(`level=WARN msg="refused a WebSocket upgrade.*origin=http://dashboard\.example`))
 }
