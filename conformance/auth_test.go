@@ -774,3 +774,43 @@ func TestA30OverflowSocketIsServerBusyWithNoCredentialChecked(t *testing.T) {
 		}
 	})
 }
+
+// Checklist A29 (notes-0003 "Sessions: one owner, one ending"): a CONNECT
+// refused by the feature checks - a Will from sensor-1, whom the acl_file
+// denies will - naming the client id of a live connection takes nothing
+// over, and naming a kept session with Clean Start 1 leaves it as it was.
+func TestA29RefusedWillChangesNoSession(t *testing.T) {
+	b := authBroker(t, authACL, "")
+	versions(t, func(t *testing.T, v byte) {
+		id := clientID(t, "held")
+		refuse := func(f func(*codec.Connect)) {
+			t.Helper()
+			want := refusedCode(v, codec.NotAuthorized, codec.ConnRefusedNotAuthorized311)
+			if ack := dialRaw(t, b.addr, v).connect(id, both(login("sensor-1", "pws"), will("s/lwt", "gone", 1, false, 0), f)); ack.ReasonCode != want {
+				t.Fatalf("a Will from a client denied will: CONNACK 0x%02x, want 0x%02x", byte(ack.ReasonCode), byte(want))
+			}
+		}
+		pub := dialRaw(t, b.addr, v)
+		pub.mustConnect(clientID(t, "pub"), login("device-7", "pw7"))
+
+		live := dialRaw(t, b.addr, v)
+		live.mustConnect(id, both(login("device-7", "pw7"), freshSession(300)))
+		live.mustSubscribe(1, "iot/device-7/held", 1)
+		refuse(session(300))
+		pub.publish("iot/device-7/held", []byte("still live"), 0, 0)
+		if p := live.expectPublish(); string(p.Payload) != "still live" {
+			t.Fatalf("the live connection got %q after a refused CONNECT naming its id", p.Payload)
+		}
+
+		live.disconnect()
+		refuse(func(c *codec.Connect) { c.CleanStart = true })
+		again := dialRaw(t, b.addr, v)
+		if ack := again.mustConnect(id, both(login("device-7", "pw7"), session(300))); !ack.SessionPresent {
+			t.Fatal("a CONNECT refused for its Will, with Clean Start 1, discarded the kept session")
+		}
+		pub.publish("iot/device-7/held", []byte("kept"), 0, 0)
+		if p := again.expectPublish(); string(p.Payload) != "kept" {
+			t.Fatalf("the kept subscription delivered %q", p.Payload)
+		}
+	})
+}
