@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/saguin-edge/saguin/codec"
+	"github.com/saguin-edge/saguin/netloop/certs/certstest"
 )
 
 // Checklist-operations.md C.1-C.3 rules the audit of issue 15 found untested
@@ -156,4 +157,50 @@ func TestSameOriginAndAllowedOriginsBothSetAPageMustPassBoth(t *testing.T) {
 		}
 	}
 	mustLog(t, b, regexp.MustCompile(`level=WARN msg="refused a WebSocket upgrade.*origin=http://dashboard\.example`))
+}
+
+// mtlsBroker starts a broker whose tls door fleet asks for client
+// certificates of p's authority, returning it and the door's address.
+func mtlsBroker(t *testing.T, dir string, p *pki) (*brokerProc, string) {
+	t.Helper()
+	b := startBrokerIn(t, dir, brokerConfig{Listen: tlsDoor(p, "\n      client_ca_file: "+p.caFile)})
+	return b, doorAddr(t, b, "fleet")
+}
+
+// dialDevice dials addr over TLS presenting a client certificate p's
+// authority issues for spec.
+func dialDevice(t *testing.T, addr string, p *pki, spec certstest.Spec) *raw {
+	t.Helper()
+	spec.Client = true
+	nc, err := tls.Dial("tcp", addr, &tls.Config{RootCAs: p.ca.Pool(), ServerName: "localhost", Certificates: []tls.Certificate{p.ca.Issue(t, spec).TLS}})
+	if err != nil {
+		t.Fatalf("handshake: %v", err)
+	}
+	t.Cleanup(func() { nc.Close() })
+	return &raw{t: t, nc: nc, version: codec.Version5}
+}
+
+// C.1 #11, RFC 0002 "Client certificates": on an MQTT door a verified
+// certificate with neither a Common Name nor a DNS name names nobody - the
+// client falls through (here to anonymous) and the broker says so at info,
+// naming the door.
+func TestVerifiedCertificateNamingNobodyFallsThroughAndSaysSo(t *testing.T) {
+	dir := t.TempDir()
+	p := newPKI(t, dir)
+	b, addr := mtlsBroker(t, dir, p)
+	dialDevice(t, addr, p, certstest.Spec{}).mustConnect("nameless", nil)
+	mustLog(t, b, regexp.MustCompile(`level=INFO msg="a verified client certificate names nobody \(no Common Name, no DNS name\).*listener=fleet`))
+}
+
+// C.1 #12, RFC 0002 "Client certificates" (A.3 #22): a certificate name
+// holding a control character is nobody's - the CONNECT is answered 0x86
+// and the broker logs a warning naming the door and the name.
+func TestCertificateNameWithAControlCharacterIs0x86AndWarned(t *testing.T) {
+	dir := t.TempDir()
+	p := newPKI(t, dir)
+	b, addr := mtlsBroker(t, dir, p)
+	if ack := dialDevice(t, addr, p, certstest.Spec{CN: "evil\x1bname"}).connect("ctl", nil); ack.ReasonCode != codec.BadUserNameOrPassword {
+		t.Fatalf("a control character in the CN: CONNACK %s, want 0x86", ack.ReasonCode)
+	}
+	mustLog(t, b, regexp.MustCompile(`level=WARN msg="refused: the name its certificate gives holds U\+0000 or a control character".*listener=fleet.*principal=.*evil`))
 }
