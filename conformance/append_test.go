@@ -499,7 +499,8 @@ func (c *raw) seekAs(channel, payload, responseTopic string, id uint16) (*codec.
 }
 
 // seekSeeing is seekAs also returning the channel records that arrived
-// before the PUBACK, and failing if one came before the reply.
+// before the PUBACK after the reply: every PUBLISH but one on the reply's
+// topic (responseTopic, or under $saguin/).
 func (c *raw) seekSeeing(channel, payload, responseTopic string, id uint16) (*codec.Publish, codec.ReasonCode, []*codec.Publish) {
 	var early []*codec.Publish
 	c.t.Helper()
@@ -520,7 +521,7 @@ func (c *raw) seekSeeing(channel, payload, responseTopic string, id uint16) (*co
 			if err := q.Decode(h, body, c.version); err != nil {
 				c.t.Fatal(err)
 			}
-			if strings.HasPrefix(string(q.Topic), "ev/") {
+			if t := string(q.Topic); t != responseTopic && !strings.HasPrefix(t, "$saguin/") {
 				c.ackDelivery(&q)
 				if reply != nil {
 					early = append(early, &q) // from the new position, after the reply

@@ -112,3 +112,37 @@ func partitionRestart(t *testing.T, storage string, stop func(*brokerProc)) {
 		t.Fatalf("after the restart, delivered\n%v\nwant the slice's\n%v", got, want)
 	}
 }
+
+// A11.19, B3.6, B5.8 across a restart: unlike saguin-filter, saguin-deletions
+// is the SUBSCRIBE's and is not restored with the session (RFC 0003: "A
+// resumed session does NOT carry it"; "missing deletions degrades safely").
+// After a kill -9 on sqlite, a session that subscribed with it resumes
+// without subscribing again and is served the channel's full state - its
+// mark did not survive - with no deletion in it; a new SUBSCRIBE carrying
+// saguin-deletions is served the deletion.
+func TestSaguinDeletionsIsNotRestoredAfterARestart(t *testing.T) {
+	dir := t.TempDir()
+	y := saguinYAML(sqliteStorage, "") + "\nchannels:\n" + indentLines(latestChannel, "  ") + "\n"
+	b := startSaguin(t, dir, y)
+	pub := dialRaw(t, b.addr, codec.Version5)
+	pub.mustConnect("pub", nil)
+	pub.set("state/gone", "1", 1)
+	pub.set("state/gone", "", 2)
+	pub.set("state/kept", "1", 3)
+	sub := dialRaw(t, b.addr, codec.Version5)
+	sub.mustConnect("mirror", freshSession(3600))
+	sub.subscribeWith(1, deletionsProp, codec.Subscription{Filter: []byte("state/#"), QoS: 1})
+	if got := sub.collectAcked(2); got["state/gone"] == nil || len(got["state/gone"].Payload) != 0 {
+		t.Fatalf("the state pass with saguin-deletions: %v, want the deletion of state/gone", got)
+	}
+	sub.leave()
+	b.kill9()
+	b = startSaguin(t, dir, y)
+	back := resume(t, b.addr, codec.Version5, "mirror", 3600)
+	back.expectValue("state/kept", "1", "the full state after the restart")
+	back.expectNothing("a deletion on a resume: saguin-deletions is not restored")
+	back.subscribeWith(2, deletionsProp, codec.Subscription{Filter: []byte("state/#"), QoS: 1})
+	if got := back.collectAcked(2); got["state/gone"] == nil || len(got["state/gone"].Payload) != 0 {
+		t.Fatalf("a new SUBSCRIBE with saguin-deletions: %v, want the deletion of state/gone", got)
+	}
+}
