@@ -1,13 +1,19 @@
 package conformance
 
 import (
+	"context"
 	"crypto/tls"
+	"io"
+	"net"
 	"net/http"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/gobwas/ws"
+	"github.com/gobwas/ws/wsutil"
 
 	"github.com/saguin-edge/saguin/codec"
 	"github.com/saguin-edge/saguin/netloop/certs/certstest"
@@ -203,4 +209,80 @@ func TestCertificateNameWithAControlCharacterIs0x86AndWarned(t *testing.T) {
 		t.Fatalf("a control character in the CN: CONNACK %s, want 0x86", ack.ReasonCode)
 	}
 	mustLog(t, b, regexp.MustCompile(`level=WARN msg="refused: the name its certificate gives holds U\+0000 or a control character".*listener=fleet.*principal=.*evil`))
+}
+
+// wsStream is a WebSocket client connection seen as a byte stream, so that
+// raw speaks MQTT over it: writes are binary frames, reads the payloads of
+// the broker's frames.
+type wsStream struct {
+	net.Conn
+	r       io.Reader
+	pending []byte
+}
+
+func (c *wsStream) Read(p []byte) (int, error) {
+	for len(c.pending) == 0 {
+		b, _, err := wsutil.ReadServerData(struct {
+			io.Reader
+			io.Writer
+		}{c.r, c.Conn})
+		if err != nil {
+			return 0, err
+		}
+		c.pending = b
+	}
+	n := copy(p, c.pending)
+	c.pending = c.pending[n:]
+	return n, nil
+}
+
+func (c *wsStream) Write(p []byte) (int, error) {
+	return len(p), wsutil.WriteClientBinary(c.Conn, p)
+}
+
+// dialRawWS upgrades to the mqtt subprotocol on the ws door at addr and
+// returns an MQTT 5 client over it.
+func dialRawWS(t *testing.T, addr string) *raw {
+	t.Helper()
+	d := ws.Dialer{Protocols: []string{"mqtt"}, Timeout: waitLong}
+	nc, br, _, err := d.Dial(context.Background(), "ws://"+addr+"/mqtt")
+	if err != nil {
+		t.Fatalf("upgrade at %s: %v", addr, err)
+	}
+	t.Cleanup(func() { nc.Close() })
+	var r io.Reader = nc
+	if br != nil {
+		r = io.MultiReader(br, nc)
+	}
+	return &raw{t: t, nc: &wsStream{Conn: nc, r: r}, version: codec.Version5}
+}
+
+// C.2 #21, RFC 0002 "Which web pages may connect": a ws door takes
+// password_file and allow_anonymous as a tcp door does, in the list form
+// too. On a door with its own password file and allow_anonymous: false an
+// anonymous client and a wrong password are 0x86 and the right one is
+// admitted; beside it a door with the file and allow_anonymous: true admits
+// the anonymous client and still answers a wrong password 0x86.
+func TestWebSocketDoorTakesPasswordFileAndAllowAnonymous(t *testing.T) {
+	saguinOnly(t, "the test starts saguin with its own doors")
+	dir := t.TempDir()
+	pw := writePasswd(t, dir, authUsers)
+	b := startBrokerIn(t, dir, brokerConfig{Listen: "ws:\n" +
+		"  - name: locked\n    address: 127.0.0.1:0\n    password_file: " + pw + "\n    allow_anonymous: false\n" +
+		"  - name: mixed\n    address: 127.0.0.1:0\n    password_file: " + pw + "\n    allow_anonymous: true"})
+	for _, c := range []struct {
+		door, what string
+		login      func(*codec.Connect)
+		want       codec.ReasonCode
+	}{
+		{"locked", "anonymous", nil, codec.BadUserNameOrPassword},
+		{"locked", "a wrong password", login("device-7", "bad"), codec.BadUserNameOrPassword},
+		{"locked", "the right password", login("device-7", "pw7"), codec.Success},
+		{"mixed", "anonymous", nil, codec.Success},
+		{"mixed", "a wrong password", login("device-7", "bad"), codec.BadUserNameOrPassword},
+	} {
+		if ack := dialRawWS(t, doorAddr(t, b, c.door)).connect(uniq(t), c.login); ack.ReasonCode != c.want {
+			t.Errorf("%s door, %s over ws: CONNACK %s (0x%02x), want 0x%02x", c.door, c.what, ack.ReasonCode, byte(ack.ReasonCode), byte(c.want))
+		}
+	}
 }
