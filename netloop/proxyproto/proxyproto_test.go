@@ -243,3 +243,37 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+// Checklist C.4 #47, RFC 0002 "Behind a proxy that terminated TLS": nginx's
+// proxy_protocol v2 sends the authority TLV, a CRC32C and an SSL TLV whose
+// sub-TLVs carry the version, the CN, the cipher (0x23), the signature
+// algorithm (0x24) and the key algorithm (0x25). The three last are read
+// past wherever they stand - after the CN as nginx sends them, or before it
+// - and the CN is still believed.
+func TestNginxSSLSubTLVsCipherSigAlgKeyAlgAreReadPast(t *testing.T) {
+	ssl := func(subs ...[]byte) []byte {
+		v := []byte{clientSSL | clientCertConn, 0, 0, 0, 0}
+		for _, s := range subs {
+			v = append(v, s...)
+		}
+		return tlv(typeSSL, v)
+	}
+	version := tlv(0x21, []byte("TLSv1.3"))
+	cn := tlv(subTypeSSLCN, []byte("device-7"))
+	cipher := tlv(0x23, []byte("TLS_AES_256_GCM_SHA384"))
+	sigAlg := tlv(0x24, []byte("ECDSA-SHA256"))
+	keyAlg := tlv(0x25, []byte("EC256"))
+	for what, subs := range map[string][][]byte{
+		"nginx's order": {version, cn, cipher, sigAlg, keyAlg},
+		"before the CN": {version, cipher, sigAlg, keyAlg, cn},
+	} {
+		b := header(1, true, tlv(typeAuthority, []byte("broker.example")), ssl(subs...))
+		h, n, err := Parse(b)
+		if err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		if name, ok := h.Name(); !ok || name != "device-7" || n != len(b) || h.Authority != "broker.example" {
+			t.Fatalf("%s: name %q %v, length %d of %d, authority %q", what, name, ok, n, len(b), h.Authority)
+		}
+	}
+}
