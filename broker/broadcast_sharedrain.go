@@ -213,6 +213,9 @@ func (b *Broker) handHeadTo(g *shareGroup, s *session, head owedEntry, e *store.
 	o.entries[len(o.entries)-1] = owedEntry{}
 	o.entries = o.entries[:len(o.entries)-1]
 	g.last = s.id
+	// Counted before it is handed: a member that has read it finds it
+	// counted (saguin_shares_drained_total).
+	b.counters.SharesDrained.Add(1)
 	j := b.bcast.owe(s, head.offset, head.size)
 	if j >= 0 {
 		s.owed.entries[j].share = g.key
@@ -221,7 +224,6 @@ func (b *Broker) handHeadTo(g *shareGroup, s *session, head owedEntry, e *store.
 		ref.c.Deliver(m, d) // under the shares lock: no later publish goes first
 	}
 	b.shares.mu.Unlock()
-	b.counters.SharesDrained.Add(1)
 	b.bcast.markDirty(s)
 	var taken []uint64
 	if head.returned {
