@@ -847,3 +847,42 @@ func TestB55RefusedBroadcastDeliveryIsReleasedAsIfAcknowledged(t *testing.T) {
 		t.Fatalf("before a publish after the reconnect: %d PUBLISH (first %q on %s), want none", len(got), got[0].Payload, got[0].Topic)
 	}
 }
+
+// Checklist B4 (RFC 0002 "What a client may do"): beside an acl_file, a
+// door with no password file that requires no client certificate - a
+// pure-certificate estate's unix socket, a plain ws door - is warned about,
+// at WARN when the broker starts and by --check-config, which still
+// accepts the file; the tls door requiring a certificate is not named.
+func TestB4DoorNothingIdentifiesBesideAnACLFileIsWarnedAbout(t *testing.T) {
+	saguinOnly(t, "the test starts saguin with its own doors")
+	dir := t.TempDir()
+	p := newPKI(t, dir)
+	acl := filepath.Join(dir, "acl.yaml")
+	if err := os.WriteFile(acl, []byte(authACL), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	listen := "tcp:\n  - name: devices\n    address: 127.0.0.1:0\n    tls:\n      cert_file: " + p.serverCert + "\n      key_file: " + p.serverKey + "\n      client_ca_file: " + p.caFile + "\n" +
+		"unix:\n  path: $DIR/mqtt.sock\n" +
+		"ws:\n  address: 127.0.0.1:0\n"
+	b := startBrokerIn(t, dir, brokerConfig{MQTT: "acl_file: " + acl, Listen: listen})
+	for _, door := range []string{"broker.mqtt.listen.unix", "broker.mqtt.listen.ws"} {
+		if b.log.wait(regexp.MustCompile(`level=WARN.*`+regexp.QuoteMeta(door)+`.*no password file and requires no client certificate`), waitLong) == "" {
+			t.Errorf("the start gives no warning naming %s:\n%s", door, b.log)
+		}
+	}
+	// The warnings are one pass over the doors, said before the ones above.
+	for _, line := range b.log.snapshot() {
+		if regexp.MustCompile(`broker\.mqtt\.listen\.tcp.*requires no client certificate`).MatchString(line) {
+			t.Errorf("the tls door requiring a certificate is warned about: %s", line)
+		}
+	}
+	out, errs, code := runCLI(t, "--check-config", filepath.Join(dir, "saguin.yaml"))
+	if code != 0 {
+		t.Fatalf("--check-config: exit %d, want 0 (a warning, not an error): %s%s", code, out, errs)
+	}
+	for _, door := range []string{"broker.mqtt.listen.unix", "broker.mqtt.listen.ws"} {
+		if !regexp.MustCompile(regexp.QuoteMeta(door) + `.*no password file and requires no client certificate`).MatchString(out + errs) {
+			t.Errorf("--check-config gives no warning naming %s:\n%s%s", door, out, errs)
+		}
+	}
+}

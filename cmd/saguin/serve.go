@@ -90,6 +90,12 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 		}
 		return 1
 	}
+	// What --check-config says beside "ok" is said at the start too, once:
+	// a door beside an acl_file nothing identifies a client at (checklist
+	// B4), an inert provider, a bridge rule discarding a level.
+	for _, n := range cfg.Notes {
+		log.Warn("configuration note", "note", n.String())
+	}
 
 	// Signal handlers go in before the pid file is written, or a supervisor
 	// signalling at once would kill the broker it just started (RFC 0002).
