@@ -286,3 +286,23 @@ func TestWebSocketDoorTakesPasswordFileAndAllowAnonymous(t *testing.T) {
 		}
 	}
 }
+
+// C.2 #28, RFC 0002 "Which web pages may connect": a refused page is
+// answered 403 and logged at warn with its origin, bounded - the reading
+// in docs/transports.md bounds it to 256 bytes and marks the cut with
+// "...". A 4 KiB Origin is refused and its line carries only its first 256
+// bytes.
+func TestRefusedOriginIsLoggedBounded(t *testing.T) {
+	b := startBroker(t, brokerConfig{Listen: "ws:\n  address: 127.0.0.1:0\n  allowed_origins:\n    - http://dashboard.example"})
+	addr := doorAddr(t, b, "ws")
+	origin := "http://" + strings.Repeat("a", 4096) + ".example"
+	status, _, conn := wsAnswer(t, addr, wsRequest("HTTP/1.1", addr, origin))
+	conn.nc.Close()
+	if status != http.StatusForbidden {
+		t.Fatalf("a long unlisted origin: %d, want 403", status)
+	}
+	line := mustLog(t, b, regexp.MustCompile(`level=WARN msg="refused a WebSocket upgrade.*origin=`))
+	if !strings.Contains(line, "origin="+origin[:256]+"...") || strings.Contains(line, origin[:257]) {
+		t.Fatalf("the refusal's line does not carry the origin cut to 256 bytes: %.400s", line)
+	}
+}
