@@ -1,0 +1,94 @@
+package conformance
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/saguin-edge/saguin/codec"
+)
+
+// Append rules of checklist-channels.md A the audit left without a test
+// (notes/s22/append-audit.md), the last of them: each test is named after
+// its rule and starts its own broker with the append channel "events" on
+// ev/# (append_test.go's helpers).
+
+// A2.10 (notes-0001 "A3.5 Topic Alias"), MQTT 5: the broker never sends a
+// Topic Alias, whatever Topic Alias Maximum the subscriber advertises -
+// every append delivery, replayed and live, carries its whole topic and no
+// alias. (3.1.1 has no aliases.)
+func TestA2_10NeverAnOutboundTopicAliasOnAppendDeliveries(t *testing.T) {
+	b := startAppend(t, t.TempDir(), memoryStorage, "", "")
+	pub := dialRaw(t, b.addr, codec.Version5)
+	pub.mustConnect("pub", nil)
+	topic := "ev/" + strings.Repeat("long-level/", 8) + "end"
+	for i := 1; i <= 3; i++ {
+		pub.publishQoS1(topic, []byte(fmt.Sprint("r", i)), uint16(i))
+	}
+	sub := dialRaw(t, b.addr, codec.Version5)
+	sub.mustConnect("aliased", func(c *codec.Connect) {
+		c.Properties.TopicAliasMaximum = 10
+		c.Properties.Present.Set(codec.PropTopicAliasMaximum)
+	})
+	sub.mustSubscribe(1, "ev/#", 1)
+	for i := 4; i <= 6; i++ {
+		pub.publishQoS1(topic, []byte(fmt.Sprint("r", i)), uint16(i))
+	}
+	pub.publishQoS1(topic, []byte("end"), 7)
+	got := sub.readUntil("end")
+	if strings.Join(payloads(got), ",") != "r1,r2,r3,r4,r5,r6" {
+		t.Fatalf("got %v, want r1..r6 (three replayed, three live)", payloads(got))
+	}
+	for _, p := range got {
+		if p.Properties.Present.Has(codec.PropTopicAlias) {
+			t.Fatalf("delivery %q carries Topic Alias %d", p.Payload, p.Properties.TopicAlias)
+		}
+		if string(p.Topic) != topic {
+			t.Fatalf("delivery %q on topic %q, want the whole topic %q", p.Payload, p.Topic, topic)
+		}
+	}
+}
+
+// A1.18, A1.19 (RFC 0002 "Bounds on what a channel holds"), MQTT 5: a
+// record's size for max_bytes is its payload, topic, message id and the key
+// and value of each User Property - no more, no less. With max_bytes 100, a
+// first record of 60 leaves room for exactly 40: a record of 41 (one more
+// byte in a User Property's value) is refused 0x97, one of exactly 40 is
+// admitted, and then nothing more fits. (3.1.1 publishes carry no User
+// Properties; its refusal closes the connection, TestAppendMaxBytesRefuses0x97.)
+func TestA1_18RecordSizeIsPayloadTopicIDAndUserPropertiesAtMaxBytes(t *testing.T) {
+	b := startAppend(t, t.TempDir(), memoryStorage, "", "max_bytes: 100")
+	pub := dialRaw(t, b.addr, codec.Version5)
+	pub.mustConnect("pub", nil)
+	// record is a publish on ev/s (4 bytes) with saguin-id id (the Message
+	// ID, not a header), the header key=value and payload.
+	record := func(id, key, value, payload string) *codec.Publish {
+		p := &codec.Publish{Topic: []byte("ev/s"), Payload: []byte(payload)}
+		p.Properties.AddUser([]byte("saguin-id"), []byte(id))
+		p.Properties.AddUser([]byte(key), []byte(value))
+		return p
+	}
+	// 4 + 6 + (1+9) + 40 = 60
+	if code := pub.publishAs(record("id-001", "k", "123456789", strings.Repeat("a", 40)), 1); code != codec.Success {
+		t.Fatalf("PUBACK 0x%02x for a first record of 60 bytes under max_bytes 100", byte(code))
+	}
+	// 4 + 6 + (2+11) + 18 = 41
+	if code := pub.publishAs(record("id-002", "kk", "12345678901", strings.Repeat("b", 18)), 2); code != codec.QuotaExceeded {
+		t.Fatalf("PUBACK 0x%02x for a record of 41 bytes with 40 left, want 0x97", byte(code))
+	}
+	// 4 + 6 + (2+10) + 18 = 40
+	if code := pub.publishAs(record("id-003", "kk", "1234567890", strings.Repeat("c", 18)), 3); code != codec.Success {
+		t.Fatalf("PUBACK 0x%02x for a record of exactly the 40 bytes left, want 0x00", byte(code))
+	}
+	if code := pub.publishAs(&codec.Publish{Topic: []byte("ev/s"), Payload: []byte("x")}, 4); code != codec.QuotaExceeded {
+		t.Fatalf("PUBACK 0x%02x with the channel at exactly max_bytes, want 0x97", byte(code))
+	}
+	sub := dialRaw(t, b.addr, codec.Version5)
+	sub.mustConnect("sub", nil)
+	sub.mustSubscribe(1, "ev/#", 1)
+	got := sub.collect(2)
+	if len(got) != 2 || string(got[0].Payload) != strings.Repeat("a", 40) || string(got[1].Payload) != strings.Repeat("c", 18) {
+		t.Fatalf("channel holds %v, want the 60- and 40-byte records", payloads(got))
+	}
+	sub.expectNothing("after the two admitted records")
+}
