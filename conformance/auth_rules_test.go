@@ -439,3 +439,41 @@ func TestA38SIGUSR1ReReadsAnOperationsDoorsOwnPasswordFile(t *testing.T) {
 		}
 	}
 }
+
+// Checklist A51 (RFC 0002 "Validation"): an existing password file keeps
+// its owner, as well as its mode, through saguin --passwd add, scope and
+// delete - the file is written anew and put in the old one's place, so the
+// owner is the one thing a writer running as root would otherwise change.
+func TestA51PasswdKeepsAnExistingFilesOwner(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("giving a file to another owner needs root")
+	}
+	file := filepath.Join(t.TempDir(), "clients.passwd")
+	if _, errs, code := runCLI(t, "--passwd", "add", file, "first", "secret"); code != 0 {
+		t.Fatalf("add to a new file: exit %d: %s", code, errs)
+	}
+	const uid, gid = 4242, 4343
+	if err := os.Chown(file, uid, gid); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(file, 0o640); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{
+		{"add", file, "second", "secret"},
+		{"scope", file, "second", "/metrics"},
+		{"delete", file, "first"},
+	} {
+		if _, errs, code := runCLI(t, append([]string{"--passwd"}, args...)...); code != 0 {
+			t.Fatalf("%s: exit %d: %s", args[0], code, errs)
+		}
+		st, err := os.Stat(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sys := st.Sys().(*syscall.Stat_t)
+		if sys.Uid != uid || sys.Gid != gid || st.Mode().Perm() != 0o640 {
+			t.Errorf("after %s: owner %d:%d mode %v, want %d:%d 0640", args[0], sys.Uid, sys.Gid, st.Mode().Perm(), uid, gid)
+		}
+	}
+}
