@@ -6,10 +6,12 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/gobwas/ws"
@@ -305,4 +307,55 @@ func TestRefusedOriginIsLoggedBounded(t *testing.T) {
 	if !strings.Contains(line, "origin="+origin[:256]+"...") || strings.Contains(line, origin[:257]) {
 		t.Fatalf("the refusal's line does not carry the origin cut to 256 bytes: %.400s", line)
 	}
+}
+
+// C.2 #29, RFC 0002 "Which web pages may connect": allowed_origins is
+// re-read on SIGUSR1, and an invalid file changes nothing. An edit listing
+// another site beside a wildcard entry is refused at error and the door
+// keeps its old list - the old page upgraded, the new one 403; the same edit
+// without the bad entry is then applied, logged with how many sites it
+// lists, and the pages swap.
+func TestInvalidOriginsEditOnSIGUSR1ChangesNothing(t *testing.T) {
+	dir := t.TempDir()
+	b := startBrokerIn(t, dir, brokerConfig{Listen: "ws:\n  address: 127.0.0.1:0\n  same_origin: false\n  allowed_origins:\n    - http://dashboard.example"})
+	addr := doorAddr(t, b, "ws")
+	pages := func(when string, dashboard, other int) {
+		t.Helper()
+		for _, c := range []struct {
+			origin string
+			want   int
+		}{{"http://dashboard.example", dashboard}, {"http://other.example", other}} {
+			status, _, conn := wsAnswer(t, addr, wsRequest("HTTP/1.1", addr, c.origin))
+			conn.nc.Close()
+			if status != c.want {
+				t.Errorf("%s, %s: %d, want %d", when, c.origin, status, c.want)
+			}
+		}
+	}
+	pages("at start", http.StatusSwitchingProtocols, http.StatusForbidden)
+	path := filepath.Join(dir, "saguin.yaml")
+	text, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reload := func(list string, re *regexp.Regexp) {
+		t.Helper()
+		edited := strings.Replace(string(text), "- http://dashboard.example", list, 1)
+		if edited == string(text) {
+			t.Fatalf("the configuration lists no dashboard:\n%s", text)
+		}
+		if err := os.WriteFile(path, []byte(edited), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		seen := len(b.log.snapshot())
+		b.signal(syscall.SIGUSR1)
+		if b.log.waitFrom(seen, re, waitLong) == "" {
+			t.Fatalf("after SIGUSR1 no line matches %s", re)
+		}
+	}
+	reload("- http://other.example\n          - https://*.example",
+		regexp.MustCompile(`level=ERROR msg="SIGUSR1: the configuration is not valid; nothing re-read is applied.*allowed_origins`))
+	pages("after an invalid edit", http.StatusSwitchingProtocols, http.StatusForbidden)
+	reload("- http://other.example", regexp.MustCompile(`level=WARN msg="SIGUSR1: page origins re-read" .*same_origin=false allowed_origins=1`))
+	pages("after the valid edit", http.StatusForbidden, http.StatusSwitchingProtocols)
 }
