@@ -886,3 +886,25 @@ func TestB4DoorNothingIdentifiesBesideAnACLFileIsWarnedAbout(t *testing.T) {
 		}
 	}
 }
+
+// Checklist B32 (RFC 0002 "How fast one client may publish"): a publish
+// over its client's budget is refused 0x97 and logged at debug, not warn -
+// one line a refused publish would flood the log under load - naming the
+// client, the topic and why.
+func TestB32OverBudgetRefusalIsLoggedAtDebug(t *testing.T) {
+	saguinOnly(t, "the test needs a saguin started with its own limits")
+	b := startBroker(t, brokerConfig{Limits: "publish_rate: 1"})
+	id, topic := clientID(t, "over"), "t/"+uniq(t)
+	c := dialRaw(t, b.addr, codec.Version5)
+	c.mustConnect(id, nil)
+	if n := untilRefused(t, c, topic); n == 10 {
+		t.Fatal("ten publishes at once at publish_rate 1 were all acknowledged")
+	}
+	line := b.log.wait(regexp.MustCompile(`msg="publish refused" .*client_id=`+regexp.QuoteMeta(id)+` topic=`+regexp.QuoteMeta(topic)+` .*why="publish rate exceeded"`), waitLong)
+	if line == "" {
+		t.Fatalf("no line says the publish was refused for its rate:\n%s", b.log)
+	}
+	if !strings.Contains(line, "level=DEBUG") {
+		t.Errorf("the over-budget refusal is logged %q, want at debug", line)
+	}
+}
