@@ -180,12 +180,23 @@ func mtlsBroker(t *testing.T, dir string, p *pki) (*brokerProc, string) {
 func dialDevice(t *testing.T, addr string, p *pki, spec certstest.Spec) *raw {
 	t.Helper()
 	spec.Client = true
-	nc, err := tls.Dial("tcp", addr, &tls.Config{RootCAs: p.ca.Pool(), ServerName: "localhost", Certificates: []tls.Certificate{p.ca.Issue(t, spec).TLS}})
+	c, err := dialLeaf(t, addr, p, p.ca.Issue(t, spec))
 	if err != nil {
 		t.Fatalf("handshake: %v", err)
 	}
+	return c
+}
+
+// dialLeaf dials addr over TLS, trusting p's authority for the server and
+// presenting leaf; the error is the handshake's.
+func dialLeaf(t *testing.T, addr string, p *pki, leaf *certstest.Leaf) (*raw, error) {
+	t.Helper()
+	nc, err := tls.Dial("tcp", addr, &tls.Config{RootCAs: p.ca.Pool(), ServerName: "localhost", Certificates: []tls.Certificate{leaf.TLS}})
+	if err != nil {
+		return nil, err
+	}
 	t.Cleanup(func() { nc.Close() })
-	return &raw{t: t, nc: nc, version: codec.Version5}
+	return &raw{t: t, nc: nc, version: codec.Version5}, nil
 }
 
 // C.1 #11, RFC 0002 "Client certificates": on an MQTT door a verified
@@ -358,4 +369,45 @@ func TestInvalidOriginsEditOnSIGUSR1ChangesNothing(t *testing.T) {
 	pages("after an invalid edit", http.StatusSwitchingProtocols, http.StatusForbidden)
 	reload("- http://other.example", regexp.MustCompile(`level=WARN msg="SIGUSR1: page origins re-read" .*same_origin=false allowed_origins=1`))
 	pages("after the valid edit", http.StatusForbidden, http.StatusSwitchingProtocols)
+}
+
+// C.1 #15, RFC 0002 "TLS on a listener": a client_ca_file replaced by
+// another authority and re-read on SIGUSR1 refuses, from the next
+// handshake, a device only the old authority trusted and admits the new
+// authority's; a connection opened before keeps being served.
+func TestReplacedClientCAOnSIGUSR1RefusesTheOldAuthoritysDevices(t *testing.T) {
+	dir := t.TempDir()
+	p := newPKI(t, dir)
+	b, addr := mtlsBroker(t, dir, p)
+	old := p.ca.Issue(t, certstest.Spec{CN: "device-old", Client: true})
+	open, err := dialLeaf(t, addr, p, old)
+	if err != nil {
+		t.Fatalf("the old authority's device before the swap: %v", err)
+	}
+	open.mustConnect("kept", nil)
+
+	next := certstest.NewCA(t, "estate-ca-2")
+	certstest.WriteFile(t, p.caFile, next.PEM)
+	seen := len(b.log.snapshot())
+	b.signal(syscall.SIGUSR1)
+	if b.log.waitFrom(seen, regexp.MustCompile(`level=WARN msg="SIGUSR1: certificate re-read" .*listener=broker.mqtt.listen.tcp\[fleet\]`), waitLong) == "" {
+		t.Fatal("no certificate re-read line after SIGUSR1")
+	}
+	// In TLS 1.3 the server reads the client's certificate after its own
+	// Finished: the refusal is seen at the handshake or at the first read,
+	// with a CONNECT sent so that a served connection would be answered.
+	if c, err := dialLeaf(t, addr, p, old); err == nil {
+		c.send(c.connectPacket("old", nil))
+		if h, _, err := c.next(waitLong); err == nil || !strings.Contains(err.Error(), "certificate") {
+			t.Fatalf("the old authority's device after the swap: %s, %v; want a certificate alert", h.Type, err)
+		}
+	} else if !strings.Contains(err.Error(), "certificate") {
+		t.Fatalf("the old authority's device after the swap: %v, want a certificate alert", err)
+	}
+	fresh, err := dialLeaf(t, addr, p, next.Issue(t, certstest.Spec{CN: "device-new", Client: true}))
+	if err != nil {
+		t.Fatalf("the new authority's device: %v", err)
+	}
+	fresh.mustConnect("fresh", nil)
+	open.ping()
 }
