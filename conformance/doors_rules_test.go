@@ -411,3 +411,57 @@ func TestReplacedClientCAOnSIGUSR1RefusesTheOldAuthoritysDevices(t *testing.T) {
 	fresh.mustConnect("fresh", nil)
 	open.ping()
 }
+
+// C.1 #16, RFC 0002 "TLS on a listener": nothing changes unless every
+// listener's files load. Of two tls doors, a is renewed properly and b's
+// certificate is renewed with its old key left beside it: SIGUSR1 logs at
+// error which listener failed and why, and both doors - a too - keep
+// serving their old certificates. Once b's key is written, the next SIGUSR1
+// renews both.
+func TestCertificateReloadIsAllOrNothingAcrossListeners(t *testing.T) {
+	dir := t.TempDir()
+	p := newPKI(t, dir)
+	files := map[string][2]string{}
+	listen := "tcp:"
+	for _, door := range []string{"a", "b"} {
+		cert, key := p.ca.Issue(t, certstest.Spec{CN: door + "-old", DNSNames: []string{"localhost"}}).Write(t, dir, door)
+		files[door] = [2]string{cert, key}
+		listen += "\n  - name: " + door + "\n    address: 127.0.0.1:0\n    tls:\n      cert_file: " + cert + "\n      key_file: " + key
+	}
+	b := startBrokerIn(t, dir, brokerConfig{Listen: listen})
+	served := func(door string) string {
+		t.Helper()
+		c, err := tls.Dial("tcp", doorAddr(t, b, door), &tls.Config{RootCAs: p.ca.Pool(), ServerName: "localhost"})
+		if err != nil {
+			t.Fatalf("door %s: %v", door, err)
+		}
+		defer c.Close()
+		return c.ConnectionState().PeerCertificates[0].Subject.CommonName
+	}
+	renewedA := p.ca.Issue(t, certstest.Spec{CN: "a-new", DNSNames: []string{"localhost"}})
+	renewedB := p.ca.Issue(t, certstest.Spec{CN: "b-new", DNSNames: []string{"localhost"}})
+	certstest.WriteFile(t, files["a"][0], renewedA.CertPEM)
+	certstest.WriteFile(t, files["a"][1], renewedA.KeyPEM)
+	certstest.WriteFile(t, files["b"][0], renewedB.CertPEM) // b's key still the old one
+	seen := len(b.log.snapshot())
+	b.signal(syscall.SIGUSR1)
+	if b.log.waitFrom(seen, regexp.MustCompile(`level=ERROR msg="SIGUSR1: a certificate did not load.*broker.mqtt.listen.tcp\[b\]`), waitLong) == "" {
+		t.Fatal("no error line naming door b after SIGUSR1")
+	}
+	for door, want := range map[string]string{"a": "a-old", "b": "b-old"} {
+		if got := served(door); got != want {
+			t.Errorf("after a re-read b failed, door %s serves %q, want %q", door, got, want)
+		}
+	}
+	certstest.WriteFile(t, files["b"][1], renewedB.KeyPEM)
+	seen = len(b.log.snapshot())
+	b.signal(syscall.SIGUSR1)
+	if b.log.waitFrom(seen, regexp.MustCompile(`msg="SIGUSR1: certificate re-read" .*listener=broker.mqtt.listen.tcp\[b\]`), waitLong) == "" {
+		t.Fatal("no re-read line for door b after the fixed SIGUSR1")
+	}
+	for door, want := range map[string]string{"a": "a-new", "b": "b-new"} {
+		if got := served(door); got != want {
+			t.Errorf("after the re-read, door %s serves %q, want %q", door, got, want)
+		}
+	}
+}
