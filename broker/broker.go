@@ -109,6 +109,9 @@ type Broker struct {
 	retained store.Retained
 	bcast    backlog
 	shares   shares
+	// partitions compares the saguin-filter counts declared on one filter
+	// (partition_counts.go).
+	partitions partitionCounts
 	// broadcast is the engine serving every topic no channel claims
 	// (broadcast_engine.go); routes sends a topic a channel claims to its
 	// engine, every other one to broadcast (routes.go).
@@ -802,6 +805,11 @@ func (b *Broker) endSession(sh *shard, s *session, why string, later bool) {
 	// groups handed it, and what its last connection left unfinished, back
 	// to them, before the session leaves them - then its filters go.
 	b.endEngines(s)
+	for filter, sub := range s.filters {
+		if sub.part != nil {
+			b.partitions.forget(filter, s.id)
+		}
+	}
 	b.counters.Subscriptions.Add(-int64(len(s.filters)))
 	clear(s.filters)
 	var returned []store.Returned
@@ -1253,7 +1261,7 @@ func (b *Broker) Subscribe(c delivery.Client, f []byte, o delivery.SubscribeOpti
 		sh.mu.Unlock()
 		return codec.UnspecifiedError, "the session was taken over"
 	}
-	_, existed = s.filters[filter]
+	prev, existed := s.filters[filter]
 	if s.filters == nil {
 		s.filters = make(map[string]subscription)
 	}
@@ -1275,6 +1283,9 @@ func (b *Broker) Subscribe(c delivery.Client, f []byte, o delivery.SubscribeOpti
 		return code, why
 	}
 	b.broadcast.Subscribe(s, granted) // never refuses: checkShared and checkFilter did
+	if d.Partition.Declared() || prev.part != nil {
+		b.partitions.declare(b.log, filter, id, d.Partition.Count)
+	}
 	if shared {
 		// Nothing retained is sent to a shared subscription (MQTT 5
 		// 4.8.2). The group's first kept member brought its cursor, stored
@@ -1316,6 +1327,7 @@ func (b *Broker) forgetRefused(sh *shard, s *session, filter string) {
 	if _, ok := s.filters[filter]; ok {
 		delete(s.filters, filter)
 		b.counters.Subscriptions.Add(-1)
+		b.partitions.forget(filter, s.id)
 	}
 }
 
@@ -1351,6 +1363,7 @@ func (b *Broker) Unsubscribe(c delivery.Client, f []byte) codec.ReasonCode {
 	}
 	delete(s.filters, filter)
 	b.counters.Subscriptions.Add(-1)
+	b.partitions.forget(filter, id)
 	b.unsubscribeChannels(s, filter)
 	b.broadcast.Unsubscribe(s, filter)
 	return codec.Success

@@ -2,6 +2,7 @@ package conformance
 
 import (
 	"fmt"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -91,4 +92,54 @@ func TestA1_18RecordSizeIsPayloadTopicIDAndUserPropertiesAtMaxBytes(t *testing.T
 		t.Fatalf("channel holds %v, want the 60- and 40-byte records", payloads(got))
 	}
 	sub.expectNothing("after the two admitted records")
+}
+
+// A11.20 (RFC 0003 "What this does not build, and what that costs"), MQTT 5:
+// coverage is not checked, but two subscribers on the identical filter
+// string declaring different partition counts give one log line naming both
+// clients (a warning: docs/append.md "Readings chosen"). A third and fourth
+// subscriber repeating the two counts add no line, and a filter that only
+// overlaps is not compared. (3.1.1 cannot declare: no User Properties.)
+func TestA11_20IdenticalFilterWithDifferingCountsLogsOneLineNamingBoth(t *testing.T) {
+	b := startAppend(t, t.TempDir(), memoryStorage, "", "")
+	declare := func(id, filter, slice string) {
+		t.Helper()
+		c := dialRaw(t, b.addr, codec.Version5)
+		c.mustConnect(id, nil)
+		ack := c.subscribeWith(1, func(p *codec.Properties) { p.AddUser([]byte("saguin-filter"), []byte(slice)) },
+			codec.Subscription{Filter: []byte(filter), QoS: 1})
+		if len(ack.ReasonCodes) != 1 || ack.ReasonCodes[0] != 1 {
+			t.Fatalf("SUBACK %v for %s declaring %s", ack.ReasonCodes, id, slice)
+		}
+	}
+	declare("member-a", "ev/p/#", "topic_hash(3, 0)")
+	declare("member-b", "ev/p/#", "topic_hash(2, 0)")
+	declare("member-c", "ev/p/#", "topic_hash(3, 1)")
+	declare("member-d", "ev/p/#", "topic_hash(2, 1)")
+	declare("overlap", "ev/+/#", "topic_hash(5, 0)")
+	clash := regexp.MustCompile(`level=WARN.*partition counts.*filter=ev/p/#`)
+	line := b.log.wait(clash, waitLong)
+	if line == "" {
+		t.Fatal("no line for two subscribers declaring 3 and 2 partitions on ev/p/#")
+	}
+	for _, who := range []string{"member-a", "member-b"} {
+		if !strings.Contains(line, "="+who) {
+			t.Fatalf("%s: the line does not name %s", line, who)
+		}
+	}
+	// A later clash on another filter bounds the log.
+	declare("marker-a", "ev/m", "topic_hash(4, 0)")
+	declare("marker-b", "ev/m", "topic_hash(7, 0)")
+	if b.log.wait(regexp.MustCompile(`partition counts.*filter=ev/m `), waitLong) == "" {
+		t.Fatal("no line for the marker's clash")
+	}
+	var lines []string
+	for _, l := range b.log.snapshot() {
+		if clash.MatchString(l) || strings.Contains(l, "filter=ev/+/#") && strings.Contains(l, "partition counts") {
+			lines = append(lines, l)
+		}
+	}
+	if len(lines) != 1 {
+		t.Fatalf("%d lines about the counts on ev/p/# and ev/+/#, want the one:\n%s", len(lines), strings.Join(lines, "\n"))
+	}
 }
