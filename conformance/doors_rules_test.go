@@ -465,3 +465,24 @@ func TestCertificateReloadIsAllOrNothingAcrossListeners(t *testing.T) {
 		}
 	}
 }
+
+// C.3 #36, RFC 0002 "Validation": an abstract @name unix door has no file
+// to leave behind and takes no lock - the broker serves it, and no
+// "@name.lock" appears where a relative lock path would land (the broker's
+// working directory) nor beside its configuration.
+func TestAbstractUnixDoorTakesNoLock(t *testing.T) {
+	dir := t.TempDir()
+	name := "@saguin-" + uniq(t)
+	b := startBrokerIn(t, dir, brokerConfig{Listen: "unix:\n  path: \"" + name + "\""})
+	dialRawUnix(t, name, codec.Version5).mustConnect(uniq(t), nil)
+	wd, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range []string{wd, dir} {
+		if _, err := os.Lstat(filepath.Join(d, name+".lock")); !os.IsNotExist(err) {
+			t.Errorf("a lock for %s in %s: %v", name, d, err)
+		}
+	}
+	b.stop()
+}
