@@ -1,6 +1,7 @@
 package conformance
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -814,3 +815,52 @@ func TestA29RefusedWillChangesNoSession(t *testing.T) {
 		}
 	})
 }
+
+// Checklist A29 (notes-0003 "Sessions: one owner, one ending"): a CONNECT
+// refused by the Will-room check - its Will finding the session store
+// filled by other clients' Wills, 0x97 - naming the client id of a live
+// connection takes nothing over: the live one is still served.
+func TestA29WillWithNoRoomLeavesALiveSessionAlone(t *testing.T) {
+	limits := "limits:\n  max_message_size: 8KiB\n  max_connect_size: 8KiB\n  max_header_bytes: 1KiB"
+	b := startSaguin(t, t.TempDir(), saguinYAML(memoryStorage+"\n      max_bytes: 64KiB", limits))
+	id, topic := clientID(t, "held"), uniq(t)
+	willOf := func(n int) func(*codec.Connect) {
+		return func(c *codec.Connect) {
+			c.WillFlag, c.WillTopic, c.WillPayload = true, []byte("lwt/"+topic), make([]byte, n)
+		}
+	}
+	pub := dialRaw(t, b.addr, codec.Version5)
+	pub.mustConnect(clientID(t, "pub"), nil)
+	live := dialRaw(t, b.addr, codec.Version5)
+	live.mustConnect(id, freshSession(300))
+	live.mustSubscribe(1, topic, 1)
+
+	// Clients arming 7 KiB Wills fill the 64 KiB store until one is
+	// refused, then 256-byte ones until one is: what is left is far less
+	// than a 7 KiB Will.
+	for _, size := range []int{7 << 10, 256} {
+		full := false
+		for i := 0; i < 300 && !full; i++ {
+			switch ack := dialRaw(t, b.addr, codec.Version5).connect(clientID(t, fmt.Sprintf("filler-%d-%d", size, i)), willOf(size)); ack.ReasonCode {
+			case codec.Success:
+			case codec.QuotaExceeded:
+				full = true
+			default:
+				t.Fatalf("filler %d of %d bytes: CONNACK 0x%02x", i, size, byte(ack.ReasonCode))
+			}
+		}
+		if !full {
+			t.Fatalf("Wills of %d bytes never filled a 64 KiB session store", size)
+		}
+	}
+	refuse := func(f func(*codec.Connect)) {
+		t.Helper()
+		if ack := dialRaw(t, b.addr, codec.Version5).connect(id, both(willOf(7<<10), f)); ack.ReasonCode != codec.QuotaExceeded {
+			t.Fatalf("a Will the full session store has no room for: CONNACK 0x%02x, want 0x97", byte(ack.ReasonCode))
+		}
+	}
+	refuse(session(300))
+	pub.publish(topic, []byte("still live"), 0, 0)
+	if p := live.expectPublish(); string(p.Payload) != "still live" {
+		t.Fatalf("the live connection got %q after a refused CONNECT naming its id", p.Payload)
+	}}
