@@ -863,4 +863,5 @@ func TestA29WillWithNoRoomLeavesALiveSessionAlone(t *testing.T) {
 	pub.publish(topic, []byte("still live"), 0, 0)
 	if p := live.expectPublish(); string(p.Payload) != "still live" {
 		t.Fatalf("the live connection got %q after a refused CONNECT naming its id", p.Payload)
-	}}
+	}
+}
