@@ -1,6 +1,7 @@
 package conformance
 
 import (
+	"bufio"
 	"context"
 	"crypto/tls"
 	"io"
@@ -13,6 +14,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/gobwas/ws"
 	"github.com/gobwas/ws/wsutil"
@@ -485,4 +487,36 @@ func TestAbstractUnixDoorTakesNoLock(t *testing.T) {
 		}
 	}
 	b.stop()
+}
+
+// C.2 #23 [GAP-3], the reading in docs/transports.md: with no path key the
+// upgrade is accepted on any path, and with no subprotocol rule mqtt is
+// selected when offered - among others too - while a client offering none,
+// or only others, is upgraded without one.
+func TestWebSocketUpgradeOnAnyPathSelectsMQTTWhenOffered(t *testing.T) {
+	b := startBroker(t, brokerConfig{Listen: "ws:\n  address: 127.0.0.1:0"})
+	addr := doorAddr(t, b, "ws")
+	for _, c := range []struct{ path, offered, selected string }{
+		{"/mqtt", "mqtt", "mqtt"},
+		{"/", "chat, mqtt", "mqtt"},
+		{"/any/where?x=1", "", ""},
+		{"/mqtt", "mqttv3.1", ""},
+	} {
+		req := "GET " + c.path + " HTTP/1.1\r\nHost: " + addr + "\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n" +
+			"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n"
+		if c.offered != "" {
+			req += "Sec-WebSocket-Protocol: " + c.offered + "\r\n"
+		}
+		conn := dialRaw(t, addr, codec.Version5)
+		conn.send([]byte(req + "\r\n"))
+		conn.nc.SetReadDeadline(time.Now().Add(waitLong))
+		resp, err := http.ReadResponse(bufio.NewReader(conn.nc), nil)
+		if err != nil {
+			t.Fatalf("path %s offering %q: %v", c.path, c.offered, err)
+		}
+		if got := resp.Header.Get("Sec-WebSocket-Protocol"); resp.StatusCode != http.StatusSwitchingProtocols || got != c.selected {
+			t.Errorf("path %s offering %q: %d selecting %q, want 101 selecting %q", c.path, c.offered, resp.StatusCode, got, c.selected)
+		}
+		conn.nc.Close()
+	}
 }
