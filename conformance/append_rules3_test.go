@@ -143,3 +143,57 @@ func TestA11_20IdenticalFilterWithDifferingCountsLogsOneLineNamingBoth(t *testin
 		t.Fatalf("%d lines about the counts on ev/p/# and ev/+/#, want the one:\n%s", len(lines), strings.Join(lines, "\n"))
 	}
 }
+
+// A1.22, its second half (notes-0003 "Exactly once, and where the unfinished
+// ones wait"), MQTT 5 and 3.1.1: a channel that fills between PUBREC and
+// PUBREL refuses the release - no PUBCOMP, DISCONNECT 0x97 (3.1.1: the
+// connection closed) - and keeps the message held; the PUBREL re-sent on the
+// next connection is refused the same way while the channel is full, and
+// completes the exchange once retention (retention_period 3s) made room:
+// PUBCOMP 0x00, and the record is delivered once. Under max_bytes 400 one
+// record of about 270 bytes fits, two do not.
+func TestA1_22AChannelFilledBetweenPubrecAndPubrelHoldsUntilARePubrelFindsRoom(t *testing.T) {
+	b := startAppend(t, t.TempDir(), memoryStorage, "", "max_bytes: 400\nretention_period: 3s")
+	watch := dialRaw(t, b.addr, codec.Version5)
+	watch.mustConnect("watcher", freshSession(300))
+	var last uint64 // the channel's last record, retention's before each run
+	versions(t, func(t *testing.T, v byte) {
+		if last > 0 {
+			waitFloorAbove(t, watch, "events", last)
+		}
+		topic := "ev/" + uniq(t)
+		id := clientID(t, "pub2")
+		sub := dialRaw(t, b.addr, codec.Version5)
+		sub.mustConnect(clientID(t, "sub"), nil)
+		sub.mustSubscribe(1, topic, 1)
+		pub := dialRaw(t, b.addr, v)
+		pub.mustConnect(id, freshSession(300))
+		pub.publish(topic, []byte("held-"+strings.Repeat("h", 195)), 2, 7)
+		if code := pub.expectAck(codec.TypePubrec, 7); code != codec.Success {
+			t.Fatalf("PUBREC 0x%02x with the channel holding room", byte(code))
+		}
+		filler := dialRaw(t, b.addr, codec.Version5)
+		filler.mustConnect(clientID(t, "filler"), nil)
+		filler.publishQoS1(topic, []byte("fill-"+strings.Repeat("f", 195)), 1)
+		fill := sub.expectPublishWithin(waitLong)
+		sub.ackDelivery(fill)
+		pub.sendAck(codec.TypePubrel, 7)
+		pub.expectEnd(codec.QuotaExceeded) // a PUBCOMP first fails it
+		pub = resume(t, b.addr, v, id, 300)
+		pub.sendAck(codec.TypePubrel, 7)
+		pub.expectEnd(codec.QuotaExceeded) // still full: a dropped hold would be PUBCOMP 0x92
+		sub.expectNothing("while the release is refused")
+		waitFloorAbove(t, watch, "events", offsetOf(t, fill))
+		pub = resume(t, b.addr, v, id, 300)
+		pub.sendAck(codec.TypePubrel, 7)
+		if code := pub.expectAck(codec.TypePubcomp, 7); code != codec.Success {
+			t.Fatalf("PUBCOMP 0x%02x for the re-sent PUBREL once retention made room, want 0x00", byte(code))
+		}
+		filler.publishQoS1(topic, []byte("end"), 2)
+		got := sub.readUntil("end")
+		if len(got) != 1 || !strings.HasPrefix(string(got[0].Payload), "held-") {
+			t.Fatalf("after the PUBCOMP the subscriber got %v, want the held record once", payloads(got))
+		}
+		last = offsetOf(t, got[0]) + 1 // end
+	})
+}
