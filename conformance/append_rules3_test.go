@@ -197,3 +197,52 @@ func TestA1_22AChannelFilledBetweenPubrecAndPubrelHoldsUntilARePubrelFindsRoom(t
 		last = offsetOf(t, got[0]) + 1 // end
 	})
 }
+
+// A1.24 (notes-0003 "Exactly once, and where the unfinished ones wait"), MQTT
+// 5 and 3.1.1: a QoS 2 exchange is completed against the channel its PUBLISH
+// resolved to, never re-resolved at PUBREL. On sqlite, holds are made on
+// ev/x in channel events (ev/#); the broker restarts with a channel moved
+// that claims ev/x more exactly; the re-sent PUBRELs complete (PUBCOMP 0x00)
+// and the records are in events - saguin-channel events on a filter now
+// reaching both - and nowhere else.
+func TestA1_24AQoS2ExchangeCompletesAgainstTheChannelItsPublishResolvedTo(t *testing.T) {
+	dir := t.TempDir()
+	b := startAppend(t, dir, sqliteStorage, "", "")
+	ids := map[byte]string{codec.Version5: "held-v5", codec.Version311: "held-v311"}
+	for v, id := range ids {
+		pub := dialRaw(t, b.addr, v)
+		pub.mustConnect(id, freshSession(300))
+		pub.publish("ev/x", []byte(id), 2, 3)
+		if code := pub.expectAck(codec.TypePubrec, 3); code != codec.Success {
+			t.Fatalf("%s: PUBREC 0x%02x", id, byte(code))
+		}
+		pub.ping() // the PUBREC's hold is stored; the PUBREL waits for the restart
+		pub.disconnect()
+	}
+	b.stop()
+	moved := saguinYAML(sqliteStorage, "") + appendChannelOn("ev/#") +
+		"  moved:\n    type: append\n    filter: ev/x\n"
+	b = startSaguin(t, dir, moved)
+	for v, id := range ids {
+		pub := resume(t, b.addr, v, id, 300)
+		pub.sendAck(codec.TypePubrel, 3)
+		if code := pub.expectAck(codec.TypePubcomp, 3); code != codec.Success {
+			t.Fatalf("%s: PUBCOMP 0x%02x after the restart, want 0x00 (the hold kept in events)", id, byte(code))
+		}
+	}
+	sub := dialRaw(t, b.addr, codec.Version5)
+	sub.mustConnect("sub", nil)
+	sub.mustSubscribe(1, "ev/#", 1)
+	pub := dialRaw(t, b.addr, codec.Version5)
+	pub.mustConnect("marker", nil)
+	pub.publishQoS1("ev/end", []byte("end"), 1)
+	got := sub.readUntil("end")
+	seen := map[string]string{}
+	for _, p := range got {
+		ch, _ := userProp(p, "saguin-channel")
+		seen[string(p.Payload)] = ch
+	}
+	if len(got) != 2 || seen["held-v5"] != "events" || seen["held-v311"] != "events" {
+		t.Fatalf("after the restart ev/# got %v with channels %v, want both held records once each, in events", payloads(got), seen)
+	}
+}
