@@ -59,11 +59,8 @@ func TestResumeBelowTheFloorAnswersSessionPresent0(t *testing.T) {
 	versions(t, func(t *testing.T, v byte) {
 		topic := "ev/" + uniq(t)
 		id := clientID(t, "durable")
-		pub := dialRaw(t, b.addr, codec.Version5)
-		pub.mustConnect(clientID(t, "pub"), nil)
-		sub := dialRaw(t, b.addr, v)
-		sub.mustConnect(id, freshSession(300))
-		sub.mustSubscribe(1, topic, 1)
+		pub := appendPublisher(t, b)
+		sub := durableConsumer(t, b, v, id, topic, 1)
 		pub.publishQoS1(topic, []byte("seen"), 1)
 		pub.publishQoS1(topic, []byte("m1"), 2)
 		sub.readUntil("m1")

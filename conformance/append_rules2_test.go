@@ -25,12 +25,9 @@ func TestA3_14APositionNeverAffectsAnotherConsumer(t *testing.T) {
 	b := startAppend(t, t.TempDir(), memoryStorage, "", "")
 	versions(t, func(t *testing.T, v byte) {
 		topic := "ev/" + uniq(t)
-		pub := dialRaw(t, b.addr, codec.Version5)
-		pub.mustConnect(clientID(t, "pub"), nil)
+		pub := appendPublisher(t, b)
 		slow, fast := clientID(t, "slow"), clientID(t, "fast")
-		s := dialRaw(t, b.addr, v)
-		s.mustConnect(slow, freshSession(300))
-		s.mustSubscribe(1, topic, 1)
+		s := durableConsumer(t, b, v, slow, topic, 1)
 		pub.publishQoS1(topic, []byte("r1"), 1)
 		pub.publishQoS1(topic, []byte("m1"), 2)
 		if got := payloads(s.readUntil("m1")); strings.Join(got, ",") != "r1" {
@@ -40,9 +37,7 @@ func TestA3_14APositionNeverAffectsAnotherConsumer(t *testing.T) {
 		for i := 2; i <= 4; i++ {
 			pub.publishQoS1(topic, []byte(fmt.Sprint("r", i)), uint16(i+1))
 		}
-		f := dialRaw(t, b.addr, v)
-		f.mustConnect(fast, freshSession(300))
-		f.mustSubscribe(1, topic, 1)
+		f := durableConsumer(t, b, v, fast, topic, 1)
 		pub.publishQoS1(topic, []byte("m2"), 9)
 		if got := payloads(f.readUntil("m2")); strings.Join(got, ",") != "r1,m1,r2,r3,r4" {
 			t.Fatalf("fast consumer read %v, want the whole channel", got)
@@ -71,11 +66,8 @@ func TestA3_12DroppedLinkResumesAtThePositionStoredWhenNoticed(t *testing.T) {
 	versions(t, func(t *testing.T, v byte) {
 		topic := "ev/" + uniq(t)
 		id := clientID(t, "dropped")
-		pub := dialRaw(t, b.addr, codec.Version5)
-		pub.mustConnect(clientID(t, "pub"), nil)
-		sub := dialRaw(t, b.addr, v)
-		sub.mustConnect(id, freshSession(300))
-		sub.mustSubscribe(1, topic, 1)
+		pub := appendPublisher(t, b)
+		sub := durableConsumer(t, b, v, id, topic, 1)
 		for i := 1; i <= 3; i++ {
 			pub.publishQoS1(topic, []byte(fmt.Sprint("r", i)), uint16(i))
 		}
@@ -102,8 +94,7 @@ func TestA4_15StartTailWithoutADurableSessionNeverGetsOlderRecords(t *testing.T)
 	versions(t, func(t *testing.T, v byte) {
 		topic := "ev/" + uniq(t)
 		id := clientID(t, "passer")
-		pub := dialRaw(t, b.addr, codec.Version5)
-		pub.mustConnect(clientID(t, "pub"), nil)
+		pub := appendPublisher(t, b)
 		pub.publishQoS1(topic, []byte("old"), 1)
 		for round := 1; round <= 2; round++ {
 			sub := dialRaw(t, b.addr, v)
@@ -211,13 +202,10 @@ func TestA3_15and16ASessionThatEndsDropsItsPositions(t *testing.T) {
 	versions(t, func(t *testing.T, v byte) {
 		topic := "ev/" + uniq(t)
 		id := clientID(t, "expiring")
-		pub := dialRaw(t, b.addr, codec.Version5)
-		pub.mustConnect(clientID(t, "pub"), nil)
+		pub := appendPublisher(t, b)
 		pub.publishQoS1(topic, []byte("r1"), 1)
 		pub.publishQoS1(topic, []byte("m1"), 2)
-		sub := dialRaw(t, b.addr, v)
-		sub.mustConnect(id, freshSession(300))
-		sub.mustSubscribe(1, topic, 1)
+		sub := durableConsumer(t, b, v, id, topic, 1)
 		sub.readUntil("m1")
 		sub.leave()
 		if b.log.wait(regexp.MustCompile(`session ended.*client_id=`+id+`.*why=expired`), waitLong) == "" {
@@ -293,11 +281,8 @@ func TestA9_4OutboundQoS2OfAChannelRecord(t *testing.T) {
 	versions(t, func(t *testing.T, v byte) {
 		topic := "ev/" + uniq(t)
 		id := clientID(t, "q2")
-		pub := dialRaw(t, b.addr, codec.Version5)
-		pub.mustConnect(clientID(t, "pub"), nil)
-		sub := dialRaw(t, b.addr, v)
-		sub.mustConnect(id, freshSession(300))
-		sub.mustSubscribe(1, topic, 2)
+		pub := appendPublisher(t, b)
+		sub := durableConsumer(t, b, v, id, topic, 2)
 		pub.publishQoS1(topic, []byte("r1"), 1)
 		p := sub.expectPublishWithin(waitLong)
 		if p.QoS != 2 || string(p.Payload) != "r1" {
@@ -462,11 +447,8 @@ func TestA6_22ASeekAtQoS0IsAppliedAndAnswered(t *testing.T) {
 	b := startAppend(t, t.TempDir(), memoryStorage, "", "")
 	versions(t, func(t *testing.T, v byte) {
 		topic := "ev/" + uniq(t)
-		pub := dialRaw(t, b.addr, codec.Version5)
-		pub.mustConnect(clientID(t, "pub"), nil)
-		sub := dialRaw(t, b.addr, v)
-		sub.mustConnect(clientID(t, "seeker"), freshSession(300))
-		sub.mustSubscribe(1, topic, 1)
+		pub := appendPublisher(t, b)
+		sub := durableConsumer(t, b, v, clientID(t, "seeker"), topic, 1)
 		sub.mustSubscribe(2, "$saguin/consumer/events/seek/reply", 1)
 		pub.publishQoS1(topic, []byte("r1"), 1)
 		pub.publishQoS1(topic, []byte("m1"), 2)

@@ -20,9 +20,7 @@ import (
 // the caller has published last.
 func durableReader(t *testing.T, b *brokerProc, id, topic, marker string) *raw {
 	t.Helper()
-	c := dialRaw(t, b.addr, codec.Version5)
-	c.mustConnect(id, freshSession(300))
-	c.mustSubscribe(1, topic, 1)
+	c := durableConsumer(t, b, codec.Version5, id, topic, 1)
 	c.readUntil(marker)
 	return c
 }

@@ -15,8 +15,7 @@ import (
 // publishAll publishes each payload to topic at QoS 1 from a fresh client.
 func publishAll(t *testing.T, b *brokerProc, topic string, msgs ...string) {
 	t.Helper()
-	pub := dialRaw(t, b.addr, codec.Version5)
-	pub.mustConnect(clientID(t, "pub"), nil)
+	pub := appendPublisher(t, b)
 	for i, m := range msgs {
 		pub.publishQoS1(topic, []byte(m), uint16(i+1))
 	}

@@ -40,6 +40,24 @@ func startAppend(t *testing.T, dir, storage, broker, channelKeys string) *broker
 	return startSaguin(t, dir, y)
 }
 
+// appendPublisher is an MQTT 5 publisher on b.
+func appendPublisher(t *testing.T, b *brokerProc) *raw {
+	t.Helper()
+	pub := dialRaw(t, b.addr, codec.Version5)
+	pub.mustConnect(clientID(t, "pub"), nil)
+	return pub
+}
+
+// durableConsumer is a durable consumer id of topic at qos on b: a session
+// kept 300 s after its connection, begun new.
+func durableConsumer(t *testing.T, b *brokerProc, v byte, id, topic string, qos byte) *raw {
+	t.Helper()
+	sub := dialRaw(t, b.addr, v)
+	sub.mustConnect(id, freshSession(300))
+	sub.mustSubscribe(1, topic, qos)
+	return sub
+}
+
 // userProp is the first value of key, "" and false when absent.
 func userProp(p *codec.Publish, key string) (string, bool) {
 	for _, u := range p.Properties.User {
@@ -214,9 +232,7 @@ func TestAppendDurableConsumerResumesAtItsPosition(t *testing.T) {
 			pub.publishQoS1(topic, []byte(fmt.Sprint("r", i)), uint16(i))
 		}
 		pub.publishQoS1(topic, []byte("m1"), 4)
-		sub := dialRaw(t, b.addr, v)
-		sub.mustConnect(id, freshSession(300))
-		sub.mustSubscribe(1, topic, 1)
+		sub := durableConsumer(t, b, v, id, topic, 1)
 		if got := payloads(sub.readUntil("m1")); len(got) != 3 {
 			t.Fatalf("first read %v", got)
 		}

@@ -779,3 +779,41 @@ func TestTLSOverflowSocketIsAnsweredServerBusy(t *testing.T) {
 		t.Fatalf("got %s 0x%02x, want CONNACK Server busy (0x89)", h.Type, byte(ack.ReasonCode))
 	}
 }
+
+// RFC 0002 "How long a socket may wait to send CONNECT" (checklist C.2 #32):
+// any body the upgrade request declares is part of the request - read, and
+// not taken for the WebSocket frames that follow it; one larger than the
+// request's bound is refused 413, and a chunked body 400, before any upgrade.
+func TestWebSocketRequestBodyIsReadAsPartOfTheRequest(t *testing.T) {
+	s := startServer(t, netloop.Options{Doors: []netloop.Door{{Name: "ws", Kind: netloop.KindWS, Address: "127.0.0.1:0"}}})
+	head := "GET / HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n"
+	c := dialDoor(t, s, "ws", 5)
+	frame := frameOf((&codec.Connect{Version: 5, CleanStart: true, ClientID: []byte("bodied")}).Append(nil, 5))
+	c.send(append([]byte(head+"Content-Length: 4\r\n\r\nbody"), frame...))
+	br := bufio.NewReader(c.nc)
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil || resp.StatusCode != 101 {
+		t.Fatalf("upgrade with a declared body: %v %v", resp, err)
+	}
+	b, _, err := wsutil.ReadServerData(struct {
+		io.Reader
+		io.Writer
+	}{br, c.nc})
+	if err != nil || len(b) < 2 || b[0] != 0x20 {
+		t.Fatalf("want a CONNACK frame after the body, got %x %v", b, err)
+	}
+	for _, k := range []struct {
+		extra  string
+		status int
+	}{
+		{"Content-Length: 1048576\r\n\r\n", 413},
+		{"Transfer-Encoding: chunked\r\n\r\n", 400},
+	} {
+		c := dialDoor(t, s, "ws", 5)
+		c.send([]byte(head + k.extra))
+		resp, err := http.ReadResponse(bufio.NewReader(c.nc), nil)
+		if err != nil || resp.StatusCode != k.status {
+			t.Errorf("%q: %v %v, want %d", k.extra, resp, err, k.status)
+		}
+	}
+}

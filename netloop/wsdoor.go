@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/url"
+	"strconv"
 	"strings"
 
 	"github.com/gobwas/ws"
@@ -30,6 +31,11 @@ const (
 // maxRequestHead bounds the HTTP request an upgrade reads: a request line
 // and headers no browser comes near, and memory a stranger chooses.
 const maxRequestHead = 16 << 10
+
+// maxRequestBody bounds the body an upgrade request may declare: it is part
+// of the request connect_timeout covers (RFC 0002), read and discarded before
+// the upgrade, and no WebSocket client sends one.
+const maxRequestBody = 16 << 10
 
 // maxOriginLogged bounds the Origin a refusal's log line quotes.
 const maxOriginLogged = 256
@@ -55,7 +61,8 @@ func (t *streamConn) upgrade(rw io.ReadWriter) error {
 	st := &wsState{br: bufReads.Get().(*bufio.Reader)}
 	st.br.Reset(t.rd.fill)
 	var host, origin string
-	var accepted, refused bool
+	var accepted, refused, chunked bool
+	body := int64(-1) // Content-Length, -1 for none (or one that is not a number)
 	u := ws.Upgrader{
 		Protocol: func(p []byte) bool { return string(p) == "mqtt" },
 		OnHost: func(h []byte) error {
@@ -63,12 +70,32 @@ func (t *streamConn) upgrade(rw io.ReadWriter) error {
 			return nil
 		},
 		OnHeader: func(k, v []byte) error {
-			if strings.EqualFold(string(k), "Origin") {
+			switch {
+			case strings.EqualFold(string(k), "Origin"):
 				origin = string(v)
+			case strings.EqualFold(string(k), "Content-Length"):
+				if n, err := strconv.ParseInt(string(v), 10, 64); err == nil && n >= 0 {
+					body = n
+				}
+			case strings.EqualFold(string(k), "Transfer-Encoding"):
+				chunked = true
 			}
 			return nil
 		},
 		OnBeforeUpgrade: func() (ws.HandshakeHeader, error) {
+			// A declared body is part of the request (RFC 0002 "How long a
+			// socket may wait to send CONNECT"): read under the same bound,
+			// never taken for the frames behind it.
+			switch {
+			case chunked:
+				return nil, ws.RejectConnectionError(ws.RejectionStatus(400), ws.RejectionReason("a chunked body on an upgrade request"))
+			case body > maxRequestBody:
+				return nil, ws.RejectConnectionError(ws.RejectionStatus(413), ws.RejectionReason("the upgrade request declares a body larger than this door reads"))
+			case body > 0:
+				if _, err := io.CopyN(io.Discard, st.br, body); err != nil {
+					return nil, err
+				}
+			}
 			if !t.l.origins.Load().admits(origin, host, t.l.door.TLS != nil) {
 				refused = true
 				t.c.slotRelease()
