@@ -408,7 +408,9 @@ func appendRestart(t *testing.T, storage string, stop func(*brokerProc)) {
 	if len(got) < 50 {
 		t.Fatalf("read %d before the restart", len(got))
 	}
-	acked := len(got)
+	// collect acknowledges the first 50 it reads; what its closing PINGRESP
+	// brings behind them is delivered but never acknowledged.
+	const acked = 50
 	sub.disconnect() // the position is taken for writing now; what it did not store is replayed, never skipped
 	stop(b)
 	b = startAppend(t, dir, storage, ackCommit, "")
@@ -421,9 +423,19 @@ func appendRestart(t *testing.T, storage string, stop func(*brokerProc)) {
 	if len(rest) == 0 {
 		t.Fatal("nothing after the restart")
 	}
+	// Issue 11 "Restart tests": a stored position resumes where it was, at
+	// most ack_commit_interval of acknowledgements replayed, never a record
+	// skipped. Every acknowledgement was answered (collect's PINGRESP) before
+	// the clean DISCONNECT, whose close waits for the position to be stored
+	// (A3.11), so what was acknowledged since the last commit is nothing: the
+	// first record after the restart is the first one never acknowledged. A
+	// broker that lost the position and replayed from offset 1 fails here.
 	first := offsetOf(t, rest[0])
-	if first > uint64(acked)+1 {
+	if first > acked+1 {
 		t.Fatalf("resumed at %d after %d acknowledged: a record skipped", first, acked)
+	}
+	if first != acked+1 {
+		t.Fatalf("resumed at %d after %d acknowledged and stored: %d acknowledged records replayed", first, acked, acked+1-first)
 	}
 	for i, p := range rest {
 		if want := first + uint64(i); offsetOf(t, p) != want || string(p.Payload) != fmt.Sprint(want) {
