@@ -4,6 +4,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"sync"
 	"testing"
@@ -107,6 +108,7 @@ func TestOutOfDescriptorsShedsTheExtraAndKeepsServing(t *testing.T) {
 	}
 	held = held[50:]
 	deadline := time.Now().Add(10 * time.Second)
+admitted:
 	for {
 		nc, err := net.DialTimeout("tcp", br.addr, 5*time.Second)
 		if err == nil {
@@ -117,12 +119,17 @@ func TestOutOfDescriptorsShedsTheExtraAndKeepsServing(t *testing.T) {
 			m, err := nc.Read(ack[:])
 			nc.Close()
 			if err == nil && m >= 4 && ack[0] == 0x20 && ack[3] == 0 {
-				return
+				break admitted
 			}
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("no new connection admitted within 10 s of 50 held ones closing: %v", err)
 		}
 		time.Sleep(10 * time.Millisecond) // a retry pace, not a synchronization
+	}
+	// The line retracting the out-of-descriptors error is written at that
+	// error's level (RFC 0002 "How much the broker says"; checklist D9.101).
+	if br.log.wait(regexp.MustCompile(`level=ERROR msg="accepting again"`), waitLong) == "" {
+		t.Fatal("no \"accepting again\" line at the error level of the line it retracts")
 	}
 }

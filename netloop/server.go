@@ -171,7 +171,9 @@ func (s *Server) acceptLoop(l *listener) {
 			continue
 		}
 		if shed > 0 {
-			s.log.Warn("accepting again", "listener", l.door.Name, "shed", shed)
+			// At the level of the line it retracts (RFC 0002 "How much the
+			// broker says"): an operator owed the error is owed its end.
+			s.log.Error("accepting again", "listener", l.door.Name, "shed", shed)
 			shed = 0
 		}
 		s.arrive(l, nc)

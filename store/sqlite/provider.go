@@ -533,7 +533,9 @@ func (p *Provider) flushOnce() {
 		p.refreshBytesOnFlush()
 		p.checkpoint()
 		if p.flushFailing {
-			p.log.Info("forcing the write-ahead log to disk works again", "provider", p.opts.Name)
+			// At the level of the error it retracts (RFC 0002 "How much
+			// the broker says").
+			p.log.Error("forcing the write-ahead log to disk works again", "provider", p.opts.Name)
 		}
 		p.flushFailing = false
 		return
