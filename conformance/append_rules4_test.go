@@ -53,3 +53,44 @@ func TestD2_3AFilterCrossingAQueueGetsEverythingButTheQueuesJobs(t *testing.T) {
 	work.expectNothing("work/# after the job was offered: the queue's job")
 	w.answer(o, "ack")
 }
+
+// A13.5 (notes-0003 "Exactly once, and where the unfinished ones wait"),
+// MQTT 5: a QoS 2 publish to an append channel reaches a shared group
+// member at its release, not at its arrival - nothing while the exchange
+// waits at PUBREC, the record once the PUBREL is sent.
+func TestA13_5AQoS2AppendPublishReachesASharedGroupAtPubrel(t *testing.T) {
+	b := startAppend(t, t.TempDir(), memoryStorage, "", "")
+	member := dialRaw(t, b.addr, codec.Version5)
+	member.mustConnect("member", nil)
+	member.mustSubscribe(1, "$share/g/ev/#", 2)
+	pub := appendPublisher(t, b)
+	pub.publish("ev/x", []byte("held"), 2, 1)
+	if code := pub.expectAck(codec.TypePubrec, 1); code != codec.Success {
+		t.Fatalf("PUBREC 0x%02x, want 0x00", byte(code))
+	}
+	member.expectNothing("the group member before the PUBREL")
+	pub.sendAck(codec.TypePubrel, 1)
+	if code := pub.expectAck(codec.TypePubcomp, 1); code != codec.Success {
+		t.Fatalf("PUBCOMP 0x%02x, want 0x00", byte(code))
+	}
+	if got := member.receiveOne(); string(got.Payload) != "held" || string(got.Topic) != "ev/x" {
+		t.Fatalf("the group member got %q on %s after the PUBREL, want held on ev/x", got.Payload, got.Topic)
+	}
+	member.expectNothing("the group member after the record: a second copy")
+}
+
+// receiveOne reads the next PUBLISH and completes its exchange as a
+// receiver (PUBREC, then PUBCOMP for the PUBREL of a QoS 2 one).
+func (c *raw) receiveOne() *codec.Publish {
+	c.t.Helper()
+	p := c.expectPublishWithin(waitLong)
+	switch p.QoS {
+	case 1:
+		c.sendAck(codec.TypePuback, p.PacketID)
+	case 2:
+		c.sendAck(codec.TypePubrec, p.PacketID)
+		c.expectAck(codec.TypePubrel, p.PacketID)
+		c.sendAck(codec.TypePubcomp, p.PacketID)
+	}
+	return p
+}
