@@ -522,3 +522,48 @@ func TestD9_1RetentionRemovalsAreCountedForTheChannel(t *testing.T) {
 		t.Fatalf("saguin_channel_records = %v, want next - floor = %v", records, 20-removed)
 	}
 }
+
+// Checklist D.6 row 55 (RFC 0005 "The catalogue", queue): a job past
+// job_expires_after is dead-lettered "expired" and counted in
+// saguin_queue_expired_total, and in saguin_queue_dead_lettered_total beside it.
+func TestD6_55QueueExpiredCountsAnExpiredJob(t *testing.T) {
+	ob := startOps(t, t.TempDir(), opsTCP+"\nmin_scrape_interval: 60s", brokerConfig{
+		Channels: "jobs:\n  type: queue\n  filter: work/+/inspect\n  visibility_timeout: 1s\n  job_expires_after: 2s"})
+	queueProducer(t, ob.addr).publishQoS1("work/1/inspect", []byte("nobody takes me"), 1)
+	if ob.log.wait(regexp.MustCompile(`queue: dead-lettered.*reason=expired`), waitLong) == "" {
+		t.Fatal("the job was not dead-lettered as expired")
+	}
+	fams := scrapeOnce(t, ob)
+	for _, name := range []string{"saguin_queue_expired_total", "saguin_queue_dead_lettered_total"} {
+		if v, ok := value(fams[name], "channel", "jobs"); !ok || v != 1 {
+			t.Errorf(`%s{channel="jobs"} = %v (present %v), want 1`, name, v, ok)
+		}
+	}
+}
+
+// Checklist D.8 rule 80 (RFC 0005 "What the /v1 routes answer with",
+// config): /v1/operations/config can be granted on its own - a credential
+// scoped to it reads it and nothing else - and a scraper scoped to /metrics
+// is refused it.
+func TestD8_80ConfigIsGrantedOnItsOwnAndNotToAScraper(t *testing.T) {
+	dir := t.TempDir()
+	pw := filepath.Join(dir, "operations.passwd")
+	passwordFile(t, pw, [3]string{"auditor", "audit-secret", "/v1/operations/config"},
+		[3]string{"prometheus", "scrape-secret", "/metrics"})
+	ob := startOps(t, dir, opsTCP+"\npassword_file: "+pw, brokerConfig{})
+	secret := map[string]string{"auditor": "audit-secret", "prometheus": "scrape-secret"}
+	for _, c := range []struct {
+		user, path string
+		status     int
+	}{
+		{"auditor", "/v1/operations/config", 200},
+		{"auditor", "/v1/operations/consumers", 403},
+		{"auditor", "/metrics", 403},
+		{"prometheus", "/metrics", 200},
+		{"prometheus", "/v1/operations/config", 403},
+	} {
+		if resp, _ := ob.get(t, "GET", c.path, basic(c.user, secret[c.user])...); resp.StatusCode != c.status {
+			t.Errorf("%s %s: %d, want %d", c.user, c.path, resp.StatusCode, c.status)
+		}
+	}
+}
