@@ -1316,3 +1316,21 @@ func TestD6_58ProviderBytesIsWhatEachProviderHolds(t *testing.T) {
 	}
 	wantSeries(t, fams, "saguin_provider_bytes", 0, "provider", "sessions")
 }
+
+// Checklist D.6 row 55 (RFC 0005 "The catalogue", queue): a job past
+// job_expires_after is dead-lettered "expired" and counted in
+// saguin_queue_expired_total, and in saguin_queue_dead_lettered_total beside it.
+func TestD6_55QueueExpiredCountsAnExpiredJob(t *testing.T) {
+	ob := startOps(t, t.TempDir(), opsTCP+"\nmin_scrape_interval: 60s", brokerConfig{
+		Channels: "jobs:\n  type: queue\n  filter: work/+/inspect\n  visibility_timeout: 1s\n  job_expires_after: 2s"})
+	queueProducer(t, ob.addr).publishQoS1("work/1/inspect", []byte("nobody takes me"), 1)
+	if ob.log.wait(regexp.MustCompile(`queue: dead-lettered.*reason=expired`), waitLong) == "" {
+		t.Fatal("the job was not dead-lettered as expired")
+	}
+	fams := scrapeOnce(t, ob)
+	for _, name := range []string{"saguin_queue_expired_total", "saguin_queue_dead_lettered_total"} {
+		if v, ok := value(fams[name], "channel", "jobs"); !ok || v != 1 {
+			t.Errorf(`%s{channel="jobs"} = %v (present %v), want 1`, name, v, ok)
+		}
+	}
+}

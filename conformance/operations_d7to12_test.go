@@ -1187,3 +1187,30 @@ func TestD9_100InfoIsNeverALinePerRecord(t *testing.T) {
 		}
 	})
 }
+
+// Checklist D.8 rule 80 (RFC 0005 "What the /v1 routes answer with",
+// config): /v1/operations/config can be granted on its own - a credential
+// scoped to it reads it and nothing else - and a scraper scoped to /metrics
+// is refused it.
+func TestD8_80ConfigIsGrantedOnItsOwnAndNotToAScraper(t *testing.T) {
+	dir := t.TempDir()
+	pw := filepath.Join(dir, "operations.passwd")
+	passwordFile(t, pw, [3]string{"auditor", "audit-secret", "/v1/operations/config"},
+		[3]string{"prometheus", "scrape-secret", "/metrics"})
+	ob := startOps(t, dir, opsTCP+"\npassword_file: "+pw, brokerConfig{})
+	secret := map[string]string{"auditor": "audit-secret", "prometheus": "scrape-secret"}
+	for _, c := range []struct {
+		user, path string
+		status     int
+	}{
+		{"auditor", "/v1/operations/config", 200},
+		{"auditor", "/v1/operations/consumers", 403},
+		{"auditor", "/metrics", 403},
+		{"prometheus", "/metrics", 200},
+		{"prometheus", "/v1/operations/config", 403},
+	} {
+		if resp, _ := ob.get(t, "GET", c.path, basic(c.user, secret[c.user])...); resp.StatusCode != c.status {
+			t.Errorf("%s %s: %d, want %d", c.user, c.path, resp.StatusCode, c.status)
+		}
+	}
+}
