@@ -37,17 +37,7 @@ func aclBroker(t *testing.T, users map[string]string, acl string, cfg brokerConf
 // were acknowledged 0x00 before the first 0x97 (10: none refused).
 func untilRefused(t *testing.T, c *raw, topic string) int {
 	t.Helper()
-	for i := uint16(1); i <= 10; i++ {
-		c.publish(topic, []byte("x"), 1, i)
-		switch code := c.expectPuback(i); code {
-		case codec.Success:
-		case codec.QuotaExceeded:
-			return int(i - 1)
-		default:
-			t.Fatalf("%s: PUBACK 0x%02x", topic, byte(code))
-		}
-	}
-	return 10
+	return untilQuota(t, c, topic, []byte("x"), codec.Success)
 }
 
 // Checklist B30 (RFC 0002 "How fast one client may publish"): an entry's

@@ -682,16 +682,7 @@ func TestD7_65EveryListIsCappedAtAHundredWorstFirstWithTheTotal(t *testing.T) {
 	})
 	t.Run("refused", func(t *testing.T) {
 		ob := recordsBroker(t, "", "")
-		refuse := func(id string) {
-			c := dialRaw(t, ob.addr, codec.Version5)
-			ack := c.connect(id, func(p *codec.Connect) {
-				p.Properties.AuthMethod = []byte("SCRAM-SHA-1")
-				p.Properties.Present.Set(codec.PropAuthMethod)
-			})
-			if ack.ReasonCode != codec.BadAuthenticationMethod {
-				t.Fatalf("CONNACK 0x%02x, want 0x8c", byte(ack.ReasonCode))
-			}
-		}
+		refuse := func(id string) { refuseByAuthMethod(t, ob, id) }
 		for i := range 101 {
 			refuse(fmt.Sprintf("once-%03d", i))
 		}
@@ -939,6 +930,21 @@ func TestD7_64EveryV1RouteAnswersJSONWithEveryDocumentedField(t *testing.T) {
 	hasFields(t, "acl", get("/v1/operations/acl?user=x"), "acl_file", "everything_allowed")
 }
 
+// refuseByAuthMethod has id refused at CONNECT (0x8C for an Authentication
+// Method), one row of the refusal record, and closes its socket.
+func refuseByAuthMethod(t *testing.T, ob *opsBroker, id string) {
+	t.Helper()
+	c := dialRaw(t, ob.addr, codec.Version5)
+	ack := c.connect(id, func(p *codec.Connect) {
+		p.Properties.AuthMethod = []byte("SCRAM-SHA-1")
+		p.Properties.Present.Set(codec.PropAuthMethod)
+	})
+	if ack.ReasonCode != codec.BadAuthenticationMethod {
+		t.Fatalf("CONNACK 0x%02x, want 0x8c", byte(ack.ReasonCode))
+	}
+	c.nc.Close()
+}
+
 // Checklist D8.92 (RFC 0005 "What the /v1 routes answer with"): the refusal
 // record holds a thousand clients; a newcomer past that displaces one
 // refused exactly once - never the one refused twice - and beyond says a
@@ -946,17 +952,7 @@ func TestD7_64EveryV1RouteAnswersJSONWithEveryDocumentedField(t *testing.T) {
 // and one beyond, the repeat offender still first and the newcomer held.
 func TestD8_92RefusedRecordHoldsAThousandAndCountsBeyond(t *testing.T) {
 	ob := recordsBroker(t, "", "")
-	refuse := func(id string) {
-		c := dialRaw(t, ob.addr, codec.Version5)
-		ack := c.connect(id, func(p *codec.Connect) {
-			p.Properties.AuthMethod = []byte("SCRAM-SHA-1")
-			p.Properties.Present.Set(codec.PropAuthMethod)
-		})
-		if ack.ReasonCode != codec.BadAuthenticationMethod {
-			t.Fatalf("CONNACK 0x%02x, want 0x8c", byte(ack.ReasonCode))
-		}
-		c.nc.Close()
-	}
+	refuse := func(id string) { refuseByAuthMethod(t, ob, id) }
 	refuse("flapper")
 	refuse("flapper")
 	for i := range 999 {
