@@ -2,8 +2,10 @@ package conformance
 
 import (
 	"fmt"
+	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/saguin-edge/saguin/codec"
 )
@@ -134,5 +136,77 @@ func TestA3_7OnResumeUnacknowledgedDeliveriesComeFirstThenNewRecords(t *testing.
 		if want := uint64(i + 3); offsetOf(t, p) != want {
 			t.Fatalf("%q at offset %d, want %d", p.Payload, offsetOf(t, p), want)
 		}
+	}
+}
+
+// A13.7 (notes-0001 "Invariant 16 - No client can withhold another
+// client's acknowledgement"), MQTT 5: a shared group member on an append
+// channel that stops taking bytes is written to under limits.write_timeout
+// like any subscriber - disconnected once a write waits past it - while the
+// publisher's PUBACKs go on and the other member keeps reading, the marker
+// published last included. session_queue_bytes is raised so that what may
+// be in flight to the deaf member is more than the sockets' buffers hold.
+func TestA13_7ADeafSharedMemberOnAppendIsDisconnectedAtWriteTimeout(t *testing.T) {
+	b := startBrokerIn(t, t.TempDir(), brokerConfig{Limits: "write_timeout: 500ms\nsession_queue_bytes: 67108864", Channels: "events:\n  type: append\n  filter: ev/#"})
+	deaf := dialRaw(t, b.addr, codec.Version5)
+	deafen(t, deaf)
+	deaf.mustConnect("deaf", nil)
+	deaf.mustSubscribe(1, "$share/g/ev/#", 1)
+	live := dialRaw(t, b.addr, codec.Version5)
+	live.mustConnect("live", nil)
+	live.mustSubscribe(1, "$share/g/ev/#", 1)
+	got := make(chan error, 1)
+	var read int
+	go func() { got <- live.readForMarker("end", &read) }() // the test goroutine publishes meanwhile
+	pub := appendPublisher(t, b)
+	record := make([]byte, 32<<10)
+	const n = 400 // 12.8 MB, half of it more than the deaf member's sockets hold
+	for i := 1; i <= n; i++ {
+		copy(record, fmt.Sprint(i, "|"))
+		pub.publishQoS1("ev/big", record, uint16(i))
+	}
+	if b.log.wait(regexp.MustCompile(`client_id=deaf .*write_timeout|write_timeout.*client_id=deaf`), waitLong) == "" {
+		t.Fatal("the shared member taking no bytes was not disconnected for limits.write_timeout")
+	}
+	pub.publishQoS1("ev/big", []byte("end"), n+1)
+	select {
+	case err := <-got:
+		if err != nil {
+			t.Fatalf("the other member, after %d records: %v", read, err)
+		}
+	case <-time.After(waitLong):
+		t.Fatal("the other member never got the marker")
+	}
+	if read == 0 {
+		t.Fatal("the other member was given no record: the group did not take turns")
+	}
+	live.expectNothing("the other member, still connected after the marker")
+}
+
+// readForMarker reads c's PUBLISHes, acknowledging QoS 1 ones and counting
+// them in *read, until one carries marker; for a goroutine beside the test's,
+// so it returns the error rather than failing the test.
+func (c *raw) readForMarker(marker string, read *int) error {
+	for {
+		h, body, err := c.next(waitLong)
+		if err != nil {
+			return fmt.Errorf("read: %w", err)
+		}
+		if h.Type != codec.TypePublish {
+			return fmt.Errorf("want PUBLISH, got %s", h.Type)
+		}
+		var p codec.Publish
+		if err := p.Decode(h, body, c.version); err != nil {
+			return fmt.Errorf("decode: %w", err)
+		}
+		if p.QoS == 1 {
+			if _, err := c.nc.Write((&codec.Ack{Type: codec.TypePuback, PacketID: p.PacketID}).Append(nil, c.version)); err != nil {
+				return fmt.Errorf("PUBACK: %w", err)
+			}
+		}
+		if string(p.Payload) == marker {
+			return nil
+		}
+		*read++
 	}
 }
