@@ -139,6 +139,51 @@ func TestA3_7OnResumeUnacknowledgedDeliveriesComeFirstThenNewRecords(t *testing.
 	}
 }
 
+// D9.3 (RFC 0005 "What a metric is allowed to cost"; checklist-operations
+// D5.49, D5.51), MQTT 5: saguin_channel_consumer_position_min is computed at
+// every recomputation, never cached apart from it. A scrape inside
+// min_scrape_interval (60 s, the least) answers the previous computation's
+// bytes whole, so the test takes a fresh broker's first computation, moves
+// the lowest position (the one consumer, stored at 2, resumes and
+// acknowledges r2..r5 and m1) and publishes one more record, then scrapes
+// until the next computation (saguin_published_total says 7): in it the
+// lowest position is 7.
+func TestD9_3ConsumerPositionMinIsComputedAtEveryRecomputation(t *testing.T) {
+	ob := startOps(t, t.TempDir(), opsTCP+"\nmin_scrape_interval: 60s", brokerConfig{Channels: "events:\n  type: append\n  filter: ev/#"})
+	pub := appendPublisher(t, ob.brokerProc)
+	for i := 1; i <= 5; i++ {
+		pub.publishQoS1("ev/x", []byte(fmt.Sprint("r", i)), uint16(i))
+	}
+	sub := durableConsumer(t, ob.brokerProc, codec.Version5, "holder", "ev/#", 1)
+	sub.ackDelivery(sub.expectPublishWithin(waitLong))
+	sub.leave() // the close waits for the position (A3.11): 2
+	fams := scrapeOnce(t, ob)
+	if v, ok := value(fams["saguin_channel_consumer_position_min"], "channel", "events"); !ok || v != 2 {
+		t.Fatalf("first computation: position_min %v (present %v), want 2 after r1 was acknowledged", v, ok)
+	}
+	sub = resume(t, ob.addr, codec.Version5, "holder", 300)
+	pub.publishQoS1("ev/x", []byte("m1"), 7)
+	if got := payloads(sub.readUntil("m1")); strings.Join(got, ",") != "r2,r3,r4,r5" {
+		t.Fatalf("resumed: %v, want r2..r5", got)
+	}
+	sub.leave() // every record up to m1 acknowledged: 7
+	pub.publishQoS1("ev/x", []byte("r8"), 8)
+	deadline := time.Now().Add(90 * time.Second)
+	for {
+		fams = scrapeOnce(t, ob)
+		if v, _ := value(fams["saguin_published_total"], "channel", "events"); v == 7 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no recomputation within 90 s of a 60 s min_scrape_interval")
+		}
+		time.Sleep(time.Second) // polling a route until min_scrape_interval lets it recompute
+	}
+	if v, ok := value(fams["saguin_channel_consumer_position_min"], "channel", "events"); !ok || v != 7 {
+		t.Fatalf("next computation: position_min %v (present %v), want 7 after m1 was acknowledged", v, ok)
+	}
+}
+
 // A13.7 (notes-0001 "Invariant 16 - No client can withhold another
 // client's acknowledgement"), MQTT 5: a shared group member on an append
 // channel that stops taking bytes is written to under limits.write_timeout
